@@ -1,0 +1,1 @@
+"""Per-harness adapters (Claude Code, OpenCode, mini-SWE-agent); installed as tao_harness.shims."""

@@ -1,0 +1,1 @@
+"""Tool-duration history and request log (SQLAlchemy); installed as tao_harness.store."""

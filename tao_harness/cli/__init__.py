@@ -1,0 +1,1 @@
+"""Thin command modules for `tao` and `tao-run`: parse, call, print."""

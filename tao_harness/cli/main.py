@@ -1,0 +1,66 @@
+"""`tao`: one entry point, one module per subcommand.
+
+Subcommand modules are imported only when chosen, so `tao --help` and shim-side calls start fast.
+A module provides `add_arguments(parser)` and `run(args) -> int`; it raises `UsageError` for bad
+input, which becomes a one-line message and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from tao_harness import __version__
+from tao_harness.cli.common import UsageError
+
+# name -> (module, one-line help). A new subcommand adds one line here.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "history": ("tao_harness.cli.history", "query and maintain the tool-duration history"),
+}
+
+
+def _chosen_command(argv: Sequence[str]) -> str | None:
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
+
+
+def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tao",
+        description="Tool-aware scheduling and telemetry for LLM agents on vLLM replicas.",
+    )
+    parser.add_argument("--version", action="version", version=f"tao_harness {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    chosen = _chosen_command(argv)
+    for name, (module_name, help_text) in COMMANDS.items():
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            module = importlib.import_module(module_name)
+            module.add_arguments(sub)
+            sub.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    run = getattr(args, "_run", None)
+    if run is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(run(args) or 0)
+    except UsageError as exc:
+        print(f"tao {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""Configuration: one pydantic model per room, merged from file, environment and flags in one place.
+
+Precedence, lowest to highest: defaults < config file (TOML or YAML) < environment (`TAO_*`) < flags.
+Every constant of the scheduling rules (DESIGN.md §4) lives here, so an ablation or a test changes a
+field, never a literal inside an algorithm.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class ReadinessConfig(_Section):
+    """Tool-return readiness and duration prediction (paper §3, appendix B)."""
+
+    delta: float = Field(0.2, gt=0, lt=1)
+    """Confidence parameter δ of the empirical-Bernstein upper bound on a family's duration."""
+
+    min_samples: int = Field(2, ge=2)
+    """Samples a family needs before its own bound is used; fewer falls back to the global history."""
+
+    horizon_s: float = Field(1.0, ge=0)
+    """H: a running tool counts as ready when its predicted completion is within this many seconds."""
+
+    refresh_s: float = Field(30.0, gt=0)
+    """A prediction older than this is stale and gives no readiness."""
+
+    default_s: float = Field(5.0, gt=0)
+    """Predicted duration when neither hints nor any history exist."""
+
+
+class PlannerConfig(_Section):
+    """The value triple and the DP planner (paper §3, appendix A)."""
+
+    half_life_s: float = Field(10.0, gt=0)
+    """h: cache credit halves every h seconds since it was observed."""
+
+    horizon_s: float = Field(1.0, ge=0)
+    """H, as carried in snapshots (kept equal to readiness.horizon_s by load_config)."""
+
+    quantum_tokens: int = Field(256, ge=1)
+    """Δ: capacities and admission costs are discretized to multiples of this many tokens."""
+
+    reserve_tokens: int = Field(512, ge=0)
+    """Per-session reserve added to its context tokens to form its admission cost w_i."""
+
+    state_budget: int = Field(200_000, ge=1)
+    """Most DP states kept before the planner falls back to best-fit-decreasing."""
+
+
+class StoreConfig(_Section):
+    """The tool-duration history and request log."""
+
+    url: str | None = None
+    """SQLAlchemy database URL; None means a SQLite file in the user's data directory."""
+
+    batch_size: int = Field(256, ge=1)
+    """Rows buffered before a write batch is flushed."""
+
+    flush_interval_s: float = Field(0.2, gt=0)
+    """Longest time a buffered row waits before it is written."""
+
+    redact: bool = True
+    """Redact obvious secrets (API keys, Authorization headers, URL tokens) from command text."""
+
+    redact_patterns: tuple[str, ...] = ()
+    """Extra regular expressions whose matches are redacted, on top of the built-in ones."""
+
+
+class TaoConfig(_Section):
+    """Everything configurable, one section per room."""
+
+    readiness: ReadinessConfig = ReadinessConfig()
+    planner: PlannerConfig = PlannerConfig()
+    store: StoreConfig = StoreConfig()
+
+
+class ConfigError(ValueError):
+    """A config file, variable or flag that cannot be used; the message names it."""
+
+
+# Environment variables understood, as (variable, dotted field).
+ENV_FIELDS: tuple[tuple[str, str], ...] = (
+    ("TAO_DB_URL", "store.url"),
+)
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"config file {path} is not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping at the top level")
+    return data
+
+
+def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    for key in parents:
+        target = target.setdefault(key, {})
+    target[leaf] = value
+
+
+def load_config(
+    path: Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> TaoConfig:
+    """Merge defaults, `path`, `TAO_*` variables and `overrides` (dotted keys, e.g. "store.url")."""
+    merged: dict[str, Any] = _read_file(path) if path is not None else {}
+    env = os.environ if environ is None else environ
+    for variable, dotted in ENV_FIELDS:
+        if env.get(variable):
+            _set_dotted(merged, dotted, env[variable])
+    for dotted, value in (overrides or {}).items():
+        if value is not None:
+            _set_dotted(merged, dotted, value)
+    try:
+        config = TaoConfig.model_validate(merged)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(f"config field {where}: {first['msg']}") from None
+    if config.planner.horizon_s != config.readiness.horizon_s and "horizon_s" not in merged.get("planner", {}):
+        config = config.model_copy(
+            update={"planner": config.planner.model_copy(update={"horizon_s": config.readiness.horizon_s})}
+        )
+    return config

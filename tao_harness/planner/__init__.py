@@ -1,0 +1,1 @@
+"""Planners: pure functions Snapshot -> Plan (exact lexicographic DP, best-fit-decreasing). No I/O."""

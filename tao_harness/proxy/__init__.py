@@ -1,0 +1,1 @@
+"""`tao proxy`: session identity, admission, replica pinning and streaming pass-through for agents' LLM calls."""

@@ -1,0 +1,1 @@
+"""Tool-return readiness: family keys, hint parsing, the empirical-Bernstein duration estimator."""

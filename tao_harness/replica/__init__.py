@@ -1,0 +1,1 @@
+"""`tao replica`: the engine model in real time behind an OpenAI + Anthropic compatible HTTP server."""
