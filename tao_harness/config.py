@@ -77,12 +77,62 @@ class StoreConfig(_Section):
     """Extra regular expressions whose matches are redacted, on top of the built-in ones."""
 
 
+class ReplicaSpec(_Section):
+    """One vLLM replica (or one data-parallel rank of a vLLM server) the cluster schedules onto."""
+
+    id: str = Field(min_length=1)
+    """Name used in plans, logs and metrics (e.g. "r0")."""
+
+    base_url: str = Field(min_length=1)
+    """Server root without `/v1`, e.g. "http://10.0.0.5:8000"."""
+
+    dp_rank: int | None = Field(None, ge=0)
+    """Data-parallel rank pinned with `X-data-parallel-rank`; None when the server has one rank."""
+
+    capacity_tokens: int | None = Field(None, gt=0)
+    """KV capacity in tokens; None = discovered from `vllm:cache_config_info` on `/metrics`."""
+
+    headers: dict[str, str] = {}
+    """Extra headers sent with every request pinned to this replica."""
+
+
+class ClusterConfig(_Section):
+    """The replicas behind the proxy."""
+
+    replicas: tuple[ReplicaSpec, ...] = ()
+    """Replicas from the config file; flags may add more."""
+
+
+class ProxyConfig(_Section):
+    """`tao proxy`: the agents' LLM endpoint."""
+
+    host: str = "127.0.0.1"
+    """Address to bind."""
+
+    port: int = Field(8400, ge=0, le=65535)
+    """Port to bind (0 = any free port, printed at start)."""
+
+    coordinator_url: str | None = None
+    """Coordinator root URL; None routes by local cache affinity only (no admission control)."""
+
+    admission_poll_s: float = Field(10.0, gt=0)
+    """Longest single admission long-poll; the proxy polls again while the session waits in the pool."""
+
+    coordinator_grace_s: float = Field(2.0, gt=0)
+    """Extra time past a long-poll before the coordinator counts as unresponsive and the proxy fails open."""
+
+    connect_retries: int = Field(2, ge=0)
+    """Replicas tried again elsewhere when connecting fails before the first byte."""
+
+
 class TaoConfig(_Section):
     """Everything configurable, one section per room."""
 
     readiness: ReadinessConfig = ReadinessConfig()
     planner: PlannerConfig = PlannerConfig()
     store: StoreConfig = StoreConfig()
+    cluster: ClusterConfig = ClusterConfig()
+    proxy: ProxyConfig = ProxyConfig()
 
 
 class ConfigError(ValueError):
@@ -92,6 +142,7 @@ class ConfigError(ValueError):
 # Environment variables understood, as (variable, dotted field).
 ENV_FIELDS: tuple[tuple[str, str], ...] = (
     ("TAO_DB_URL", "store.url"),
+    ("TAO_COORDINATOR_URL", "proxy.coordinator_url"),
 )
 
 

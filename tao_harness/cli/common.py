@@ -39,3 +39,16 @@ def format_table(rows: Iterable[Sequence[Any]], headers: Sequence[str]) -> str:
         return "  ".join(c.rjust(w) if n else c.ljust(w) for c, w, n in zip(cells, widths, numeric)).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in body)])
+
+
+def parse_replica_flag(text: str) -> dict[str, Any]:
+    """`ID=URL[@RANK]` (e.g. `r1=http://127.0.0.1:8000@1`) -> ReplicaSpec fields."""
+    rid, sep, rest = text.partition("=")
+    if not sep or not rid or not rest:
+        raise UsageError(f"--replica {text!r}: expected ID=URL[@RANK], e.g. r0=http://127.0.0.1:8000")
+    url, at, rank = rest.rpartition("@") if "@" in rest.split("//", 1)[-1] else (rest, "", "")
+    if at and not rank.isdigit():
+        raise UsageError(f"--replica {text!r}: the data-parallel rank after '@' must be a whole number")
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"--replica {text!r}: the URL must start with http:// or https://")
+    return {"id": rid, "base_url": url, "dp_rank": int(rank) if at else None}

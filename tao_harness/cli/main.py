@@ -18,6 +18,7 @@ from tao_harness.cli.common import UsageError
 # name -> (module, one-line help). A new subcommand adds one line here.
 COMMANDS: dict[str, tuple[str, str]] = {
     "history": ("tao_harness.cli.history", "query and maintain the tool-duration history"),
+    "proxy": ("tao_harness.cli.proxy", "serve the agents' OpenAI/Anthropic endpoint in front of the replicas"),
 }
 
 

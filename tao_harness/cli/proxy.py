@@ -1,0 +1,66 @@
+"""`tao proxy`: serve the agents' OpenAI/Anthropic endpoint in front of the replicas."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+from pathlib import Path
+
+from aiohttp import web
+
+from tao_harness.cli.common import UsageError, parse_replica_flag
+from tao_harness.config import ConfigError, TaoConfig, load_config
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="TOML or YAML config file ([proxy], [cluster] sections)")
+    parser.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port to bind; 0 picks a free one (default 8400)")
+    parser.add_argument("--coordinator", help="coordinator URL (env TAO_COORDINATOR_URL); without one the "
+                        "proxy routes by cache affinity only")
+    parser.add_argument("--replica", action="append", default=[], metavar="ID=URL[@RANK]",
+                        help="a replica for fail-open routing (repeatable); adds to the config file's list")
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+
+
+def config_from_args(args: argparse.Namespace) -> TaoConfig:
+    overrides = {"proxy.host": args.host, "proxy.port": args.port, "proxy.coordinator_url": args.coordinator}
+    try:
+        config = load_config(args.config, overrides)
+        extra = [parse_replica_flag(text) for text in args.replica]
+        if extra:
+            replicas = [r.model_dump() for r in config.cluster.replicas] + extra
+            config = load_config(args.config, overrides | {"cluster.replicas": replicas})
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    return config
+
+
+async def _serve(config: TaoConfig) -> None:
+    from tao_harness.proxy.app import build_app
+
+    app = build_app(config.proxy, config.cluster.replicas, os.environ.get("TAO_TOKEN") or None)
+    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, config.proxy.host, config.proxy.port)
+    await site.start()
+    for address in runner.addresses:
+        print(f"tao proxy listening on http://{address[0]}:{address[1]}", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = config_from_args(args)
+    if not config.cluster.replicas and not config.proxy.coordinator_url:
+        raise UsageError("no replicas: give --replica ID=URL or --coordinator URL (or a config file)")
+    try:
+        asyncio.run(_serve(config))
+    except OSError as exc:
+        raise UsageError(f"cannot bind {config.proxy.host}:{config.proxy.port}: {exc.strerror}") from None
+    return 0

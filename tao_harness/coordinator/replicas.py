@@ -1,0 +1,132 @@
+"""Replica registry: capacity discovery, load polling and health from vLLM's `/metrics`.
+
+Capacity (KV tokens) is `num_gpu_blocks × block_size` from `vllm:cache_config_info` unless the config
+gives it. Load comes from `vllm:num_requests_running`, `vllm:num_requests_waiting` and
+`vllm:kv_cache_usage_perc` (older servers: `vllm:gpu_cache_usage_perc`). A data-parallel server reports
+one sample per engine (label `engine`); a replica that is one DP rank reads the sample of its rank.
+A replica whose polls fail `down_after` times in a row is marked down; one good poll brings it back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field, replace
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+from tao_harness.config import ReplicaSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaLoad:
+    # KV capacity in tokens (configured or discovered); None until known.
+    capacity_tokens: int | None = None
+    running_requests: int = 0
+    waiting_requests: int = 0
+    # Fraction of KV blocks in use, 0..1.
+    kv_usage: float = 0.0
+    # Whether the last `down_after` polls all failed.
+    down: bool = False
+    # time.time() of the last successful poll.
+    polled_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsSample:
+    capacity_tokens: int | None
+    running_requests: int
+    waiting_requests: int
+    kv_usage: float
+
+
+def parse_vllm_metrics(text: str, dp_rank: int | None) -> MetricsSample:
+    """Read the metrics the scheduler needs; raises ValueError on text that is not Prometheus format."""
+    values: dict[str, float] = {}
+    capacity: int | None = None
+    wanted_engine = str(dp_rank) if dp_rank is not None else None
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            engine = sample.labels.get("engine")
+            if wanted_engine is not None and engine is not None and engine != wanted_engine:
+                continue
+            if sample.name.startswith("vllm:cache_config_info"):
+                blocks, size = sample.labels.get("num_gpu_blocks"), sample.labels.get("block_size")
+                if blocks and size and blocks.isdigit() and size.isdigit():
+                    capacity = int(blocks) * int(size)
+                continue
+            # Several engines without a rank filter: sum counts, average usage.
+            values[sample.name] = values.get(sample.name, 0.0) + sample.value
+            values[sample.name + "#n"] = values.get(sample.name + "#n", 0.0) + 1
+    usage_name = "vllm:kv_cache_usage_perc" if "vllm:kv_cache_usage_perc" in values else "vllm:gpu_cache_usage_perc"
+    usage = values.get(usage_name, 0.0) / max(1.0, values.get(usage_name + "#n", 1.0))
+    return MetricsSample(
+        capacity_tokens=capacity,
+        running_requests=int(values.get("vllm:num_requests_running", 0)),
+        waiting_requests=int(values.get("vllm:num_requests_waiting", 0)),
+        kv_usage=min(1.0, max(0.0, usage)),
+    )
+
+
+@dataclass
+class ReplicaRegistry:
+    specs: tuple[ReplicaSpec, ...]
+    down_after: int = 2
+    loads: dict[str, ReplicaLoad] = field(default_factory=dict)
+    _failures: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for spec in self.specs:
+            self.loads.setdefault(spec.id, ReplicaLoad(capacity_tokens=spec.capacity_tokens))
+
+    def spec(self, replica_id: str) -> ReplicaSpec:
+        return next(s for s in self.specs if s.id == replica_id)
+
+    def up(self) -> tuple[ReplicaSpec, ...]:
+        return tuple(s for s in self.specs if not self.loads[s.id].down and self.loads[s.id].capacity_tokens)
+
+    def record_failure(self, replica_id: str, why: str) -> bool:
+        """Count a failed poll or connection; True when this marks the replica down."""
+        count = self._failures.get(replica_id, 0) + 1
+        self._failures[replica_id] = count
+        load = self.loads[replica_id]
+        if count >= self.down_after and not load.down:
+            log.warning("replica %s is down (%s)", replica_id, why)
+            self.loads[replica_id] = replace(load, down=True)
+            return True
+        return False
+
+    def record_sample(self, replica_id: str, sample: MetricsSample) -> bool:
+        """Fold in a good poll; True when the replica came back up."""
+        spec = self.spec(replica_id)
+        previous = self.loads[replica_id]
+        self._failures[replica_id] = 0
+        self.loads[replica_id] = ReplicaLoad(
+            capacity_tokens=spec.capacity_tokens or sample.capacity_tokens or previous.capacity_tokens,
+            running_requests=sample.running_requests, waiting_requests=sample.waiting_requests,
+            kv_usage=sample.kv_usage, down=False, polled_at=time.time(),
+        )
+        if previous.down:
+            log.info("replica %s is back up", replica_id)
+        return previous.down
+
+    async def poll_once(self, http: aiohttp.ClientSession, timeout_s: float = 2.0) -> list[str]:
+        """Poll every replica's /metrics concurrently; returns ids whose up/down state changed."""
+
+        async def poll(spec: ReplicaSpec) -> str | None:
+            try:
+                async with http.get(spec.base_url.rstrip("/") + "/metrics",
+                                    timeout=aiohttp.ClientTimeout(total=timeout_s)) as response:
+                    if response.status != 200:
+                        raise aiohttp.ClientResponseError(response.request_info, (), status=response.status)
+                    sample = parse_vllm_metrics(await response.text(), spec.dp_rank)
+            except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+                return spec.id if self.record_failure(spec.id, f"{type(exc).__name__} polling /metrics") else None
+            return spec.id if self.record_sample(spec.id, sample) else None
+
+        changed = await asyncio.gather(*(poll(spec) for spec in self.specs))
+        return [rid for rid in changed if rid is not None]

@@ -1,0 +1,218 @@
+"""`tao proxy`: the agents' OpenAI/Anthropic endpoint in front of the replicas.
+
+Per LLM request: identify the session, get a replica (coordinator admission, or local cache affinity
+when the coordinator is unavailable), forward with pinning headers, pass the response through chunk by
+chunk while a `UsageTracker` watches it, then report usage and timing. Connect failures before the
+first byte are retried on another replica. A client that disconnects cancels the handler (aiohttp
+`handler_cancellation`), which closes the upstream request and reports the request as cancelled, so
+its admission is freed at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, AsyncIterator
+
+import aiohttp
+from aiohttp import web
+
+from tao_harness.config import ProxyConfig, ReplicaSpec
+from tao_harness.proxy.coordinator_client import Admission, AdmitRequest, CoordinatorClient, RequestReport
+from tao_harness.proxy.identity import SessionIdentity, identify_session
+from tao_harness.proxy.routing import AffinityRouter, pin_headers
+from tao_harness.proxy.usage import ApiKind, UsageTracker
+
+log = logging.getLogger(__name__)
+
+# Paths that start an LLM generation and therefore need an admission.
+GENERATION_PATHS: dict[str, ApiKind] = {
+    "/v1/chat/completions": "openai",
+    "/v1/completions": "openai",
+    "/v1/messages": "anthropic",
+}
+HOP_BY_HOP = frozenset(
+    h.lower() for h in ("Host", "Content-Length", "Connection", "Keep-Alive", "Transfer-Encoding", "TE",
+                        "Upgrade", "Proxy-Authorization", "Proxy-Authenticate", "Trailer")
+)
+# A rough prompt-size estimate from the body: ~4 bytes of JSON per token.
+BYTES_PER_TOKEN = 4
+
+
+@dataclass
+class ProxyState:
+    config: ProxyConfig
+    http: aiohttp.ClientSession
+    router: AffinityRouter
+    coordinator: CoordinatorClient | None
+
+
+STATE = web.AppKey("proxy_state", ProxyState)
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": {"message": message, "type": "proxy_error", "code": status}},
+                             status=status)
+
+
+def _connection_id(request: web.Request) -> str:
+    peer = request.transport.get_extra_info("peername") if request.transport else None
+    return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else uuid.uuid4().hex[:8]
+
+
+def _forward_headers(request: web.Request, extra: dict[str, str], request_id: str) -> dict[str, str]:
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+    headers.setdefault("X-Request-Id", request_id)
+    headers.update(extra)
+    return headers
+
+
+async def _choose_replica(state: ProxyState, identity: SessionIdentity, api: ApiKind | None,
+                          request_id: str, body_size: int, exclude: tuple[str, ...]) -> Admission | None:
+    if api is not None and state.coordinator is not None:
+        admission = await state.coordinator.admit(AdmitRequest(
+            session=identity.session, request_id=request_id, api=api, path=identity.path,
+            prompt_tokens_estimate=body_size // BYTES_PER_TOKEN, exclude=exclude,
+            identity_source=identity.source,
+        ))
+        if admission is not None:
+            return admission
+    replica = state.router.pick(identity.session, exclude)
+    if replica is None:
+        return None
+    return Admission(replica.id, replica.base_url, pin_headers(replica, identity.session))
+
+
+async def handle(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    started = time.time()
+    clock0 = time.monotonic()
+    raw = await request.read()
+    body: Any = None
+    if raw:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None  # the replica answers malformed JSON with its own 400
+    identity = identify_session(request.headers, request.path, body if isinstance(body, dict) else None,
+                                _connection_id(request))
+    if identity.source == "connection":
+        log.warning("no session id on %s %s; using one session per connection (%s)",
+                    request.method, identity.path, identity.session)
+    api = GENERATION_PATHS.get(identity.path) if request.method == "POST" else None
+    streaming = isinstance(body, dict) and body.get("stream") is True
+    request_id = request.headers.get("X-Request-Id") or f"tao-{uuid.uuid4().hex}"
+    exclude: tuple[str, ...] = ()
+    for _attempt in range(state.config.connect_retries + 1):
+        admission = await _choose_replica(state, identity, api, request_id, len(raw), exclude)
+        if admission is None:
+            return _error(503, "no replica available")
+        report = _Report(state, identity.session, request_id, admission, started, clock0)
+        try:
+            upstream = await state.http.request(
+                request.method, admission.base_url.rstrip("/") + identity.path + (
+                    f"?{request.query_string}" if request.query_string else ""),
+                data=raw or None, headers=_forward_headers(request, admission.headers, request_id),
+                auto_decompress=False, timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
+            )
+        except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, asyncio.TimeoutError) as exc:
+            log.warning("replica %s refused %s: %s", admission.replica, request_id, exc)
+            await report.send("connect_error", None, None)
+            exclude += (admission.replica,)
+            continue
+        try:
+            return await _pass_through(request, upstream, report, api, streaming)
+        finally:
+            upstream.release()
+    return _error(502, f"replicas {', '.join(exclude)} refused the connection")
+
+
+class _Report:
+    """Collects what one forwarded request did and reports it exactly once (even when cancelled)."""
+
+    def __init__(self, state: ProxyState, session: str, request_id: str, admission: Admission,
+                 started: float, clock0: float) -> None:
+        self.state, self.session, self.request_id, self.admission = state, session, request_id, admission
+        self.started, self.clock0 = started, clock0
+        self.ttft_s: float | None = None
+        self.sent = False
+
+    async def send(self, status: str, http_status: int | None, tracker: UsageTracker | None) -> None:
+        if self.sent:
+            return
+        self.sent = True
+        if status == "ok":
+            self.state.router.remember(self.session, self.admission.replica)
+        if self.state.coordinator is None:
+            return
+        usage = tracker.finish() if tracker is not None else None
+        await self.state.coordinator.report(RequestReport(
+            session=self.session, request_id=self.request_id, replica=self.admission.replica,
+            status=status, http_status=http_status,
+            prompt_tokens=usage.prompt_tokens if usage else None,
+            cached_tokens=usage.cached_tokens if usage else None,
+            completion_tokens=usage.completion_tokens if usage else None,
+            ttft_s=self.ttft_s, latency_s=time.monotonic() - self.clock0,
+            queue_wait_s=self.admission.queue_wait_s, started_at=self.started,
+        ))
+
+
+async def _pass_through(request: web.Request, upstream: aiohttp.ClientResponse, report: _Report,
+                        api: ApiKind | None, streaming: bool) -> web.StreamResponse:
+    response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+    for name, value in upstream.headers.items():
+        if name.lower() not in HOP_BY_HOP:
+            response.headers.add(name, value)
+    if upstream.content_length is not None:
+        response.content_length = upstream.content_length
+    tracker = UsageTracker(api or "openai", streaming) if api is not None else None
+    status = "cancelled"
+    try:
+        await response.prepare(request)
+        async for chunk in upstream.content.iter_any():
+            if tracker is not None and tracker.feed(chunk) and report.ttft_s is None:
+                report.ttft_s = time.monotonic() - report.clock0
+            await response.write(chunk)
+        await response.write_eof()
+        status = "ok" if upstream.status < 400 else "error"
+        return response
+    except (ConnectionResetError, aiohttp.ClientConnectionResetError):
+        return response  # the client went away: reported as cancelled below
+    except aiohttp.ClientError as exc:
+        # The replica failed mid-response; bytes already reached the client, so no retry is possible.
+        log.warning("replica %s failed during %s: %s", report.admission.replica, report.request_id, exc)
+        status = "error"
+        return response
+    finally:
+        if api is not None:
+            # Shielded: a cancelled handler must still free its admission.
+            await asyncio.shield(report.send(status, upstream.status, tracker))
+        elif status == "ok":
+            report.state.router.remember(report.session, report.admission.replica)
+
+
+def build_app(config: ProxyConfig, replicas: tuple[ReplicaSpec, ...], token: str | None = None) -> web.Application:
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+        async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as http:
+            coordinator = (
+                CoordinatorClient(config.coordinator_url, http, config.admission_poll_s,
+                                  config.coordinator_grace_s, token)
+                if config.coordinator_url else None
+            )
+            app[STATE] = ProxyState(config, http, AffinityRouter(replicas), coordinator)
+            yield
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    app.cleanup_ctx.append(lifecycle)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_route("*", "/{tail:.*}", handle)
+    return app
