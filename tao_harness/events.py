@@ -1,0 +1,120 @@
+"""Tool events: what shims report about tool calls, in one wire format for every harness.
+
+A shim sends `tool_start` when the harness launches a tool and `tool_end` when it returns; both carry
+the harness's own call id so they pair up. Times are Unix seconds measured by the shim (the harness's
+clock), so a late delivery (from the spool) keeps the true timing. JSON form:
+
+    {"type": "tool_start", "session": "s1", "call_id": "toolu_01", "tool_name": "Bash",
+     "harness": "claude-code", "at": 1764400000.25, "command": "pytest -q",
+     "args": {"command": "pytest -q", "timeout": 120000}, "env_timeout_s": null}
+    {"type": "tool_end", "session": "s1", "call_id": "toolu_01", "at": 1764400004.5,
+     "duration_s": 4.25, "status": "ok", "exit_code": 0}
+
+`duration_s` on `tool_end` is the harness-measured duration when it has one (Claude Code's
+`duration_ms`), else null and the receiver uses `at` minus the start. Unknown fields are ignored.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Mapping
+
+ToolStatus = Literal["ok", "error", "interrupted"]
+TOOL_STATUSES: tuple[str, ...] = ("ok", "error", "interrupted")
+
+
+class EventError(ValueError):
+    """An event that cannot be used; the message names the field."""
+
+
+def _text(data: Mapping[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value:
+        raise EventError(f"{key}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _seconds(data: Mapping[str, Any], key: str) -> float:
+    value = data.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise EventError(f"{key}: expected a non-negative number, got {value!r}")
+    return float(value)
+
+
+def _optional_text(data: Mapping[str, Any], key: str) -> str | None:
+    return None if data.get(key) is None else _text(data, key)
+
+
+def _optional_seconds(data: Mapping[str, Any], key: str) -> float | None:
+    return None if data.get(key) is None else _seconds(data, key)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStart:
+    session: str
+    # The harness's id for this call (Claude Code tool_use_id, OpenCode callID, ...).
+    call_id: str
+    # The harness's tool name ("Bash", "bash", "Read", "Monitor", ...).
+    tool_name: str
+    # Unix seconds when the tool was launched.
+    at: float
+    harness: str | None = None
+    # Shell command text, when the tool runs one.
+    command: str | None = None
+    # The tool's own argument object, for hints (timeouts, background flags).
+    args: Mapping[str, Any] = field(default_factory=dict)
+    # A harness-wide deadline in seconds (mini-SWE-agent `environment.timeout`).
+    env_timeout_s: float | None = None
+    type: Literal["tool_start"] = "tool_start"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEnd:
+    session: str
+    call_id: str
+    # Unix seconds when the tool returned.
+    at: float
+    # Harness-measured duration, when it reports one.
+    duration_s: float | None = None
+    status: ToolStatus = "ok"
+    exit_code: int | None = None
+    type: Literal["tool_end"] = "tool_end"
+
+
+ToolEvent = ToolStart | ToolEnd
+
+
+def event_from_json(data: Any) -> ToolEvent:
+    if not isinstance(data, Mapping):
+        raise EventError(f"event: expected a JSON object, got {type(data).__name__}")
+    kind = data.get("type")
+    session, call_id, at = _text(data, "session"), _text(data, "call_id"), _seconds(data, "at")
+    if kind == "tool_start":
+        args = data.get("args") or {}
+        if not isinstance(args, Mapping):
+            raise EventError(f"args: expected an object, got {type(args).__name__}")
+        command = data.get("command")
+        if command is not None and not isinstance(command, str):
+            raise EventError(f"command: expected a string, got {type(command).__name__}")
+        return ToolStart(session=session, call_id=call_id, tool_name=_text(data, "tool_name"), at=at,
+                         harness=_optional_text(data, "harness"), command=command, args=dict(args),
+                         env_timeout_s=_optional_seconds(data, "env_timeout_s"))
+    if kind == "tool_end":
+        status = data.get("status", "ok")
+        if status not in TOOL_STATUSES:
+            raise EventError(f"status: expected one of {', '.join(TOOL_STATUSES)}, got {status!r}")
+        exit_code = data.get("exit_code")
+        if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
+            raise EventError(f"exit_code: expected an integer, got {exit_code!r}")
+        return ToolEnd(session=session, call_id=call_id, at=at,
+                       duration_s=_optional_seconds(data, "duration_s"), status=status,
+                       exit_code=exit_code)
+    raise EventError(f"type: expected 'tool_start' or 'tool_end', got {kind!r}")
+
+
+def event_to_json(event: ToolEvent) -> dict[str, Any]:
+    data = asdict(event)
+    if isinstance(event, ToolStart):
+        data["args"] = dict(event.args)
+    return data
