@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from typing import Any, Iterable, Sequence, TextIO
+
+from tao_harness.config import ConfigError, TaoConfig, load_config
 
 
 class UsageError(Exception):
@@ -52,3 +55,16 @@ def parse_replica_flag(text: str) -> dict[str, Any]:
     if not url.startswith(("http://", "https://")):
         raise UsageError(f"--replica {text!r}: the URL must start with http:// or https://")
     return {"id": rid, "base_url": url, "dp_rank": int(rank) if at else None}
+
+
+def cluster_config_from_args(args: argparse.Namespace, overrides: dict[str, object]) -> TaoConfig:
+    """Config file + env + `overrides`, with `--replica` flags appended to the file's replica list."""
+    try:
+        config = load_config(args.config, overrides)
+        extra = [parse_replica_flag(text) for text in args.replica]
+        if extra:
+            replicas = [r.model_dump() for r in config.cluster.replicas] + extra
+            config = load_config(args.config, overrides | {"cluster.replicas": replicas})
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    return config

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from aiohttp import web
 
-from tao_harness.cli.common import UsageError, parse_replica_flag
-from tao_harness.config import ConfigError, TaoConfig, load_config
+from tao_harness.cli.common import UsageError, cluster_config_from_args
+from tao_harness.config import TaoConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,16 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> TaoConfig:
-    overrides = {"proxy.host": args.host, "proxy.port": args.port, "proxy.coordinator_url": args.coordinator}
-    try:
-        config = load_config(args.config, overrides)
-        extra = [parse_replica_flag(text) for text in args.replica]
-        if extra:
-            replicas = [r.model_dump() for r in config.cluster.replicas] + extra
-            config = load_config(args.config, overrides | {"cluster.replicas": replicas})
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    return config
+    return cluster_config_from_args(
+        args, {"proxy.host": args.host, "proxy.port": args.port, "proxy.coordinator_url": args.coordinator})
 
 
 async def _serve(config: TaoConfig) -> None:

@@ -1,0 +1,53 @@
+"""`tao coordinator`: run the cluster's coordinator (session pool, planner, replica registry)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+from pathlib import Path
+
+from tao_harness.cli.common import UsageError, cluster_config_from_args
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="TOML or YAML config file ([cluster], [planner], ...)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8300, help="port to bind; 0 picks a free one (default 8300)")
+    parser.add_argument("--replica", action="append", default=[], metavar="ID=URL[@RANK]",
+                        help="a replica to schedule onto (repeatable); adds to the config file's list")
+    parser.add_argument("--policy", default="tao", help="scheduling policy (see `tao plan --help`; default tao)")
+    parser.add_argument("--db", help="history database URL (env TAO_DB_URL; default a SQLite file)")
+    parser.add_argument("--no-store", action="store_true", help="keep no history (nothing written to a database)")
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    from tao_harness.coordinator.api import build_app
+    from tao_harness.coordinator.embedded import build_coordinator, start_site
+
+    config = cluster_config_from_args(args, {"store.url": args.db})
+    if not config.cluster.replicas:
+        raise UsageError("no replicas: give --replica ID=URL (repeatable) or a config file with [cluster]")
+    try:
+        coordinator = build_coordinator(config, args.policy, use_store=not args.no_store)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    app = build_app(coordinator, os.environ.get("TAO_TOKEN") or None)
+    try:
+        runner, url = await start_site(app, args.host, args.port)
+    except OSError as exc:
+        raise UsageError(f"cannot bind {args.host}:{args.port}: {exc.strerror}") from None
+    print(f"tao coordinator listening on {url} (policy {args.policy}, "
+          f"{len(config.cluster.replicas)} replicas)", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(_serve(args))
+    return 0

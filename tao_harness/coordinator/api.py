@@ -1,0 +1,251 @@
+"""`tao coordinator` HTTP API (JSON under /v1/, plus /healthz and /metrics).
+
+    POST /v1/admit              long-poll: {"status": "admitted", "replica", "base_url", "headers",
+                                "queue_wait_s"} or {"status": "waiting"} after `wait_s`
+    POST /v1/requests/done      usage and timing of a forwarded request (frees or resizes its hold)
+    POST /v1/events             one tool event or {"events": [...]} (tao_harness.events format)
+    POST /v1/sessions           {"session", "harness", "labels", "started_at"}
+    POST /v1/sessions/{id}/end
+    GET  /v1/state              sessions, pool, reservations per replica, replicas, recent plans
+    GET  /healthz, GET /metrics (Prometheus text)
+
+Bad input answers 400 with {"error": {"message": ...}} naming the field; an event that does not fit a
+session's lifecycle answers 409. With `TAO_TOKEN` set, every route but /healthz needs
+`Authorization: Bearer <token>` (401 otherwise).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import math
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+import aiohttp
+from aiohttp import web
+
+from tao_harness.coordinator.metrics import CoordinatorMetrics
+from tao_harness.coordinator.records import SessionStateError
+from tao_harness.coordinator.service import Coordinator, RequestDone
+from tao_harness.events import EventError, event_from_json
+from tao_harness.proxy.usage import Usage
+
+log = logging.getLogger(__name__)
+
+COORDINATOR = web.AppKey("coordinator", Coordinator)
+METRICS = web.AppKey("metrics", CoordinatorMetrics)
+POLL_INTERVAL_S = 1.0
+MAX_WAIT_S = 60.0
+
+
+class BadRequest(Exception):
+    """Input that cannot be used; the message names the field."""
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": {"message": message, "code": status}}, status=status)
+
+
+async def _json_object(request: web.Request) -> dict[str, Any]:
+    try:
+        body = await request.json(loads=json.loads)
+    except ValueError:
+        raise BadRequest("body: not valid JSON") from None
+    if not isinstance(body, dict):
+        raise BadRequest(f"body: expected a JSON object, got {type(body).__name__}")
+    return body
+
+
+def _field(body: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
+    if name not in body or body[name] is None:
+        if default is ...:
+            raise BadRequest(f"{name}: missing field")
+        return default
+    value = body[name]
+    if isinstance(value, bool) and kind is not bool:
+        raise BadRequest(f"{name}: expected {getattr(kind, '__name__', kind)}, got a boolean")
+    if not isinstance(value, kind):
+        raise BadRequest(f"{name}: expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise BadRequest(f"{name}: must be finite")
+    if isinstance(value, (int, float)) and value < 0:
+        raise BadRequest(f"{name}: must not be negative")
+    if isinstance(value, str) and not value:
+        raise BadRequest(f"{name}: must not be empty")
+    return value
+
+
+def _optional_count(body: dict[str, Any], name: str) -> int | None:
+    return _field(body, name, int, None)
+
+
+async def admit(request: web.Request) -> web.Response:
+    coordinator = request.app[COORDINATOR]
+    body = await _json_object(request)
+    session = _field(body, "session", str)
+    request_id = _field(body, "request_id", str)
+    estimate = _field(body, "prompt_tokens_estimate", int, 0)
+    wait_s = min(MAX_WAIT_S, float(_field(body, "wait_s", (int, float), 10.0)))
+    exclude = _field(body, "exclude", list, [])
+    if not all(isinstance(item, str) for item in exclude):
+        raise BadRequest("exclude: expected a list of replica ids")
+    answer = await coordinator.admit(session, request_id, estimate, tuple(exclude), wait_s)
+    if answer.replica is None:
+        return web.json_response({"status": "waiting", "queue_wait_s": answer.queue_wait_s})
+    request.app[METRICS].queue_wait.observe(answer.queue_wait_s)
+    return web.json_response({
+        "status": "admitted", "replica": answer.replica.id, "base_url": answer.replica.base_url,
+        "headers": answer.headers, "queue_wait_s": answer.queue_wait_s,
+    })
+
+
+async def request_done(request: web.Request) -> web.Response:
+    body = await _json_object(request)
+    status = _field(body, "status", str)
+    if status not in ("ok", "error", "cancelled", "connect_error"):
+        raise BadRequest(f"status: expected ok, error, cancelled or connect_error, got {status!r}")
+    done = RequestDone(
+        session=_field(body, "session", str), request_id=_field(body, "request_id", str),
+        replica=_field(body, "replica", str, None), status=status,
+        usage=Usage(_optional_count(body, "prompt_tokens"), _optional_count(body, "cached_tokens"),
+                    _optional_count(body, "completion_tokens")),
+        ttft_s=_field(body, "ttft_s", (int, float), None), latency_s=_field(body, "latency_s", (int, float), None),
+        queue_wait_s=float(_field(body, "queue_wait_s", (int, float), 0.0)),
+        started_at=float(_field(body, "started_at", (int, float), 0.0)),
+    )
+    request.app[COORDINATOR].request_done(done)
+    return web.json_response({"status": "ok"})
+
+
+async def events(request: web.Request) -> web.Response:
+    body = await _json_object(request)
+    items = body["events"] if "events" in body else [body]
+    if not isinstance(items, list):
+        raise BadRequest("events: expected a list")
+    parsed = []
+    for index, item in enumerate(items):
+        try:
+            parsed.append(event_from_json(item))
+        except EventError as exc:
+            raise BadRequest(f"events[{index}].{exc}" if "events" in body else str(exc)) from None
+    coordinator = request.app[COORDINATOR]
+    for event in parsed:
+        try:
+            coordinator.tool_event(event)
+        except SessionStateError as exc:
+            log.warning("tool event for %s not applied: %s", event.session, exc)
+    return web.json_response({"accepted": len(parsed)})
+
+
+async def start_session(request: web.Request) -> web.Response:
+    body = await _json_object(request)
+    labels = _field(body, "labels", dict, {})
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        raise BadRequest("labels: expected an object of strings")
+    coordinator = request.app[COORDINATOR]
+    coordinator.start_session(_field(body, "session", str), _field(body, "harness", str, None), labels,
+                              float(_field(body, "started_at", (int, float), coordinator.clock())))
+    return web.json_response({"status": "ok"})
+
+
+async def end_session(request: web.Request) -> web.Response:
+    ended = request.app[COORDINATOR].end_session(request.match_info["session"])
+    return web.json_response({"status": "ok" if ended else "unknown"})
+
+
+async def state(request: web.Request) -> web.Response:
+    coordinator = request.app[COORDINATOR]
+    now = coordinator.clock()
+    snapshot = coordinator.state.snapshot(now)
+    replicas = [
+        {"id": spec.id, "base_url": spec.base_url, "dp_rank": spec.dp_rank,
+         "capacity_tokens": load.capacity_tokens, "reserved_tokens": coordinator.state.used_tokens(spec.id),
+         "running_requests": load.running_requests, "waiting_requests": load.waiting_requests,
+         "kv_usage": load.kv_usage, "down": load.down}
+        for spec in coordinator.registry.specs for load in [coordinator.registry.loads[spec.id]]
+    ]
+    return web.json_response({
+        "now": now,
+        "policy": coordinator.policy.name,
+        "pool": [s.id for s in snapshot.sessions if s.state == "waiting"],
+        "sessions": [s.to_json() for s in snapshot.sessions],
+        "replicas": replicas,
+        "counters": {name: getattr(coordinator.state.counters, name)
+                     for name in type(coordinator.state.counters).__dataclass_fields__},
+        "recent_plans": [
+            {"at": p.at, "solver": p.solver, "solve_ms": p.solve_ms, "waiting": p.waiting,
+             "assigned": [list(a) for a in p.assigned], "interrupts": list(p.interrupts),
+             "discarded": list(p.discarded), "fallback": p.fallback}
+            for p in coordinator.recent_plans
+        ],
+    })
+
+
+async def healthz(_: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+async def metrics(request: web.Request) -> web.Response:
+    body, content_type = request.app[METRICS].render()
+    return web.Response(body=body, headers={"Content-Type": content_type})
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _middleware(token: str | None) -> Callable[..., Awaitable[web.StreamResponse]]:
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if token and request.path != "/healthz":
+            given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+            if not hmac.compare_digest(given.encode(), token.encode()):
+                return _error(401, "missing or wrong token (Authorization: Bearer <TAO_TOKEN>)")
+        try:
+            return await handler(request)
+        except BadRequest as exc:
+            return _error(400, str(exc))
+        except SessionStateError as exc:
+            return _error(409, str(exc))
+        except web.HTTPException as exc:
+            return _error(exc.status, exc.reason)
+
+    return guard
+
+
+def build_app(coordinator: Coordinator, token: str | None = None) -> web.Application:
+    app = web.Application(middlewares=[_middleware(token)], client_max_size=16 * 1024 * 1024)
+    app[COORDINATOR] = coordinator
+    app[METRICS] = CoordinatorMetrics(coordinator)
+
+    async def background(app: web.Application) -> AsyncIterator[None]:
+        async with aiohttp.ClientSession() as http:
+            await coordinator.poll_replicas(http)
+
+            async def poll_forever() -> None:
+                while True:
+                    await asyncio.sleep(POLL_INTERVAL_S)
+                    try:
+                        await coordinator.poll_replicas(http)
+                    except Exception:
+                        log.exception("replica poll failed")
+
+            tasks = [asyncio.create_task(coordinator.planning_loop()), asyncio.create_task(poll_forever())]
+            yield
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if coordinator.writer is not None:
+                await asyncio.to_thread(coordinator.writer.close)
+
+    app.cleanup_ctx.append(background)
+    app.router.add_post("/v1/admit", admit)
+    app.router.add_post("/v1/requests/done", request_done)
+    app.router.add_post("/v1/events", events)
+    app.router.add_post("/v1/sessions", start_session)
+    app.router.add_post("/v1/sessions/{session}/end", end_session)
+    app.router.add_get("/v1/state", state)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics)
+    return app

@@ -1,0 +1,79 @@
+"""A closed-loop fleet of scripted agent sessions against one router, and its summary metrics.
+
+At most `workers` sessions are in progress; a finished session lets the next one (trace order) start,
+like the paper's SWE-bench workers. The router is anything with an OpenAI-compatible URL; when it is
+TAO, tool events also go to its coordinator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Sequence
+
+import aiohttp
+
+from tao_harness.fleet.session import Endpoints, ScaledClock, SessionResult, replay_session
+from tao_harness.sim.trace import TraceSession
+
+
+@dataclass(frozen=True, slots=True)
+class FleetMetrics:
+    sessions: int
+    failed_sessions: int
+    requests: int
+    failed_requests: int
+    mean_latency_s: float  # session start to end, emulated seconds
+    mean_ttft_s: float
+    p95_ttft_s: float
+    decode_tok_s: float  # completion tokens per emulated second over the makespan
+    prefix_hit_rate: float  # cached / prompt tokens, as the engines reported them
+    makespan_s: float
+    mean_tool_end_to_first_token_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def summarize(results: Sequence[SessionResult], time_scale: float, started: float, ended: float) -> FleetMetrics:
+    turns = [t for r in results for t in r.turns]
+    ttfts = sorted(t.ttft_s for t in turns if t.ttft_s is not None)
+    gaps = [t.tool_end_to_first_token_s for t in turns if t.tool_end_to_first_token_s is not None]
+    prompt = sum(t.prompt_tokens or 0 for t in turns)
+    makespan = (ended - started) * time_scale
+    return FleetMetrics(
+        sessions=len(results),
+        failed_sessions=sum(1 for r in results if r.error or not all(t.ok for t in r.turns)),
+        requests=len(turns),
+        failed_requests=sum(1 for t in turns if not t.ok),
+        mean_latency_s=statistics.fmean((r.ended_at - r.started_at) * time_scale for r in results) if results else 0.0,
+        mean_ttft_s=statistics.fmean(ttfts) if ttfts else 0.0,
+        p95_ttft_s=ttfts[int(0.95 * (len(ttfts) - 1))] if ttfts else 0.0,
+        decode_tok_s=sum(t.completion_tokens or 0 for t in turns) / makespan if makespan > 0 else 0.0,
+        prefix_hit_rate=sum(t.cached_tokens or 0 for t in turns) / prompt if prompt else 0.0,
+        makespan_s=makespan,
+        mean_tool_end_to_first_token_s=statistics.fmean(gaps) if gaps else 0.0,
+    )
+
+
+async def run_fleet(trace: Sequence[TraceSession], endpoints: Endpoints, workers: int, clock: ScaledClock,
+                    on_session_done: Callable[[SessionResult], None] | None = None,
+                    ) -> tuple[FleetMetrics, list[SessionResult]]:
+    """Replay `trace` with `workers` concurrent sessions; returns the summary and per-session results."""
+    slots = asyncio.Semaphore(workers)
+    connector = aiohttp.TCPConnector(limit=0)
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=10)
+    started = time.time()
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
+
+        async def one(session: TraceSession) -> SessionResult:
+            async with slots:
+                result = await replay_session(http, endpoints, session, clock)
+            if on_session_done is not None:
+                on_session_done(result)
+            return result
+
+        results = list(await asyncio.gather(*(one(s) for s in trace)))
+    return summarize(results, clock.time_scale, started, time.time()), results

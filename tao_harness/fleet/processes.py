@@ -1,0 +1,82 @@
+"""Child processes of a fleet run: emulated replicas, and servers that print their URL when ready.
+
+Replicas run in their own processes so the engines' timing is not disturbed by the driver's event loop.
+Every child is stopped (terminate, then kill) when the `ProcessGroup` closes, even after an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from dataclasses import dataclass, field
+from types import TracebackType
+
+URL_LINE = re.compile(rb"(https?://[\w.\-:\[\]]+)")
+
+
+class ProcessError(RuntimeError):
+    """A child process failed to start; the message carries its last output."""
+
+
+@dataclass
+class ProcessGroup:
+    processes: list[asyncio.subprocess.Process] = field(default_factory=list)
+
+    async def start_url_server(self, argv: list[str], timeout_s: float = 30.0) -> tuple[asyncio.subprocess.Process, str]:
+        """Start `argv` and wait for the first line on stdout that holds a URL."""
+        process = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
+                                                       stderr=asyncio.subprocess.STDOUT)
+        self.processes.append(process)
+        seen: list[bytes] = []
+        assert process.stdout is not None
+        try:
+            async with asyncio.timeout(timeout_s):
+                while True:
+                    line = await process.stdout.readline()
+                    if not line:
+                        raise ProcessError(f"{argv[0]} exited: {b''.join(seen[-5:]).decode(errors='replace')}")
+                    seen.append(line)
+                    match = URL_LINE.search(line)
+                    if match:
+                        asyncio.create_task(_drain(process.stdout))
+                        return process, match.group(1).decode()
+        except TimeoutError:
+            raise ProcessError(f"{argv[0]} printed no URL within {timeout_s} s") from None
+
+    async def start_replica(self, *, time_scale: float, profile: str | None = None,
+                            num_gpu_blocks: int | None = None, data_parallel_size: int = 1) -> str:
+        argv = [sys.executable, "-m", "tao_harness.cli.main", "replica", "--port", "0",
+                "--time-scale", str(time_scale), "--log-level", "WARNING",
+                "--data-parallel-size", str(data_parallel_size)]
+        if profile:
+            argv += ["--profile", profile]
+        if num_gpu_blocks:
+            argv += ["--num-gpu-blocks", str(num_gpu_blocks)]
+        _, url = await self.start_url_server(argv)
+        return url
+
+    async def close(self) -> None:
+        for process in self.processes:
+            if process.returncode is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                await asyncio.wait_for(process.wait(), 5)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+        self.processes.clear()
+
+    async def __aenter__(self) -> ProcessGroup:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+
+async def _drain(stream: asyncio.StreamReader) -> None:
+    """Keep reading a child's output so a full pipe never blocks it."""
+    while await stream.read(65536):
+        pass

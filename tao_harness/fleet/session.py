@@ -1,0 +1,183 @@
+"""One scripted agent session replayed over real HTTP, the way a harness would drive it.
+
+Each trace turn is a real streaming chat request carrying the session's whole, growing message list
+(so prefix caching is real on the replica), with `max_tokens` = the turn's output and vLLM's
+`ignore_eos` so the reply has exactly that length. Each tool call is a real wait of the trace's
+duration divided by the time scale, reported as `tool_start` / `tool_end` events when the router
+takes them (TAO's coordinator). Sessions identify themselves as OpenCode does (`x-session-id`,
+`x-session-affinity`), so every router sees what it would see in production.
+
+Times in the results are emulated seconds (wall seconds × time scale).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from tao_harness.proxy.usage import UsageTracker
+from tao_harness.replica.tokenizer import pieces
+from tao_harness.sim.trace import TraceSession
+
+_FILLER = (
+    "The function reads the configuration and returns the parsed value. ",
+    "Tests in this module cover the error paths and the default settings. ",
+    "The build step compiles the package and writes the artifacts to disk. ",
+    "A failing assertion shows the expected and the actual output side by side. ",
+)
+
+
+def filler_text(tokens: int, seed: int) -> str:
+    """About `tokens` tokens (replica tokenizer) of code-review prose, deterministic in `seed`."""
+    if tokens <= 0:
+        return ""
+    sentences = [_FILLER[(seed + i) % len(_FILLER)] for i in range(tokens // 10 + 2)]
+    return "".join(pieces("".join(sentences))[:tokens])
+
+
+@dataclass(frozen=True, slots=True)
+class ScaledClock:
+    """Emulated time: runs `time_scale` times faster than the wall clock from `epoch` on."""
+
+    time_scale: float = 1.0
+    epoch: float = field(default_factory=time.time)
+
+    def now(self) -> float:
+        return self.epoch + (time.time() - self.epoch) * self.time_scale
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoints:
+    # OpenAI-compatible root (no /v1) the agent sends its LLM requests to.
+    llm_url: str
+    # Coordinator root for tool events and session end; None for routers that take none.
+    events_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    started_at: float  # wall clock (time.time())
+    ttft_s: float | None  # emulated seconds
+    latency_s: float  # emulated seconds
+    prompt_tokens: int | None
+    cached_tokens: int | None
+    completion_tokens: int | None
+    # Emulated seconds from the end of the previous tool call to this turn's first token.
+    tool_end_to_first_token_s: float | None
+    ok: bool
+
+
+@dataclass
+class SessionResult:
+    session: str
+    started_at: float = 0.0
+    ended_at: float = 0.0
+    turns: list[TurnResult] = field(default_factory=list)
+    error: str | None = None
+
+
+async def _post_event(http: aiohttp.ClientSession, endpoints: Endpoints, event: dict[str, Any]) -> None:
+    if endpoints.events_url is None:
+        return
+    try:
+        async with http.post(endpoints.events_url + "/v1/events", json=event,
+                             timeout=aiohttp.ClientTimeout(total=5)) as response:
+            await response.read()
+    except (aiohttp.ClientError, TimeoutError):
+        pass  # telemetry fails open, as the shims do
+
+
+async def _turn(http: aiohttp.ClientSession, endpoints: Endpoints, session: str,
+                messages: list[dict[str, str]], max_tokens: int, time_scale: float,
+                tool_ended_at: float | None) -> tuple[TurnResult, str]:
+    body = {"model": "tao-replica", "messages": messages, "max_tokens": max(1, max_tokens), "stream": True,
+            "stream_options": {"include_usage": True}, "ignore_eos": True, "temperature": 0}
+    headers = {"x-session-id": session, "x-session-affinity": session, "Authorization": "Bearer dummy"}
+    tracker = UsageTracker("openai", streaming=True)
+    started_wall, started = time.time(), time.monotonic()
+    first: float | None = None
+    text: list[str] = []
+    async with http.post(endpoints.llm_url + "/v1/chat/completions", json=body, headers=headers) as response:
+        ok = response.status == 200
+        async for chunk in response.content.iter_any():
+            if tracker.feed(chunk) and first is None:
+                first = time.monotonic()
+            text.append(chunk.decode("utf-8", "replace"))
+    usage = tracker.finish()
+    done = time.monotonic()
+    return TurnResult(
+        started_at=started_wall,
+        ttft_s=(first - started) * time_scale if first is not None else None,
+        latency_s=(done - started) * time_scale,
+        prompt_tokens=usage.prompt_tokens, cached_tokens=usage.cached_tokens,
+        completion_tokens=usage.completion_tokens,
+        tool_end_to_first_token_s=(first - tool_ended_at) * time_scale
+        if first is not None and tool_ended_at is not None else None,
+        ok=ok and tracker.error is None,
+    ), _content_of("".join(text))
+
+
+def _content_of(sse: str) -> str:
+    parts = []
+    for line in sse.splitlines():
+        if line.startswith("data:") and line.strip() != "data: [DONE]":
+            try:
+                chunk = json.loads(line[5:])
+            except ValueError:
+                continue
+            for choice in chunk.get("choices") or ():
+                parts.append((choice.get("delta") or {}).get("content") or "")
+    return "".join(parts)
+
+
+async def replay_session(http: aiohttp.ClientSession, endpoints: Endpoints, trace: TraceSession,
+                         clock: ScaledClock) -> SessionResult:
+    time_scale = clock.time_scale
+    result = SessionResult(trace.session, started_at=time.time())
+    group_seed = zlib.crc32((trace.prefix_group or trace.session).encode())
+    first_input = trace.turns[0].input_tokens
+    shared = min(trace.shared_prefix_tokens, first_input)
+    messages = [{"role": "system", "content": filler_text(shared, group_seed)},
+                {"role": "user", "content": f"Session {trace.session}. "
+                 + filler_text(first_input - shared, zlib.crc32(trace.session.encode()))}]
+    tool_ended_at: float | None = None
+    try:
+        for index, turn in enumerate(trace.turns):
+            if index > 0:
+                messages.append({"role": "user", "content": filler_text(turn.input_tokens, index)})
+            outcome, reply = await _turn(http, endpoints, trace.session, messages, turn.output_tokens,
+                                         time_scale, tool_ended_at)
+            result.turns.append(outcome)
+            messages.append({"role": "assistant", "content": reply})
+            if turn.tool is None:
+                continue
+            call_id = f"{trace.session}-t{index}"
+            await _post_event(http, endpoints, {
+                "type": "tool_start", "session": trace.session, "call_id": call_id, "tool_name": turn.tool.name,
+                "command": turn.tool.command, "args": dict(turn.tool.args or {}),
+                "harness": "fleet", "at": clock.now()})
+            started = clock.now()
+            await asyncio.sleep(turn.tool.duration_s / time_scale)
+            tool_ended_at = time.monotonic()
+            await _post_event(http, endpoints, {
+                "type": "tool_end", "session": trace.session, "call_id": call_id, "at": clock.now(),
+                "duration_s": clock.now() - started})
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        result.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        result.ended_at = time.time()
+        if endpoints.events_url is not None:
+            try:
+                async with http.post(f"{endpoints.events_url}/v1/sessions/{trace.session}/end",
+                                     timeout=aiohttp.ClientTimeout(total=5)) as response:
+                    await response.read()
+            except (aiohttp.ClientError, TimeoutError):
+                pass
+    return result
+
