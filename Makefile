@@ -5,7 +5,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test clean
+.PHONY: setup demo test clean agents
 
 setup: $(STAMP)
 
@@ -18,8 +18,17 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(VENV)/bin/python scripts/demo.py
 
-test: $(STAMP)
+test: $(STAMP) agents
 	$(VENV)/bin/python scripts/run_tests.py $(PYTEST_ARGS)
+
+# Real agent CLIs for the end-to-end tests, pinned; npm runs only when the installed version differs.
+AGENTS := .tools/agents
+CLAUDE_CODE_VERSION := 2.1.328
+
+agents:
+	@installed=$$(node -p "require('./$(AGENTS)/node_modules/@anthropic-ai/claude-code/package.json').version" 2>/dev/null); \
+	if [ "$$installed" = "$(CLAUDE_CODE_VERSION)" ]; then echo "claude-code $$installed already installed"; \
+	else npm install --prefix $(AGENTS) --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION); fi
 
 clean:
 	rm -rf $(VENV) build *.egg-info

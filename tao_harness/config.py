@@ -125,6 +125,67 @@ class ProxyConfig(_Section):
     """Replicas tried again elsewhere when connecting fails before the first byte."""
 
 
+class ReplicaConfig(_Section):
+    """`tao replica`: the emulated vLLM server."""
+
+    host: str = "127.0.0.1"
+    """Address to bind."""
+
+    port: int = Field(8000, ge=0, le=65535)
+    """Port to bind (0 = any free port; the bound URL is printed as the first stdout line)."""
+
+    data_parallel_size: int = Field(1, ge=1, le=64)
+    """Data-parallel ranks, each with its own engine and KV cache, chosen by `X-data-parallel-rank`."""
+
+    time_scale: float = Field(1.0, gt=0)
+    """Engine seconds per wall second: 10 runs the emulated GPU ten times faster than real time."""
+
+    profile: str = "qwen3-32b-2xh100"
+    """Step-time profile of the engine model (see tao_harness.engine.profiles)."""
+
+    num_gpu_blocks: int | None = Field(None, ge=1)
+    """KV capacity per rank in blocks of 16 tokens; None = the profile's default."""
+
+    scenario: str = "swe-short"
+    """Reply script: a built-in scenario name or a YAML/JSON file path."""
+
+    served_model_name: str = "tao-replica"
+    """Model id listed by /v1/models; requests may name any model."""
+
+    max_step_wall_s: float = Field(0.004, gt=0)
+    """Longest wall time one driver macro-step covers; bounds how late a token can be delivered."""
+
+
+class RunConfig(_Section):
+    """`tao-run` and the shims: the local event relay, delivery to the coordinator and the spool."""
+
+    spool_dir: str | None = None
+    """Directory of undelivered tool events (JSONL); None = `spool` under the user's data directory."""
+
+    delivery_timeout_s: float = Field(5.0, gt=0)
+    """Longest wait for the coordinator to accept one batch of events before it counts as unreachable."""
+
+    retry_s: float = Field(1.0, gt=0)
+    """After a failed delivery, events go straight to the spool for this long before trying again."""
+
+    final_delivery_s: float = Field(3.0, ge=0)
+    """At the agent's exit, time allowed to deliver what is pending; the rest stays spooled."""
+
+    batch_max: int = Field(500, ge=1)
+    """Most events sent in one `POST /v1/events`."""
+
+    hook_timeout_s: int = Field(5, ge=1)
+    """Timeout Claude Code applies to each hook request to the relay (the relay answers at once)."""
+
+
+class SessionsConfig(_Section):
+    """The session state machine shared by the coordinator and the simulator (DESIGN.md §3)."""
+
+    admission_ttl_s: float = Field(5.0, gt=0)
+    """A session admitted ahead of its next request (tool about to return) gives its reservation back
+    if the request has not arrived within this many seconds."""
+
+
 class TaoConfig(_Section):
     """Everything configurable, one section per room."""
 
@@ -133,6 +194,9 @@ class TaoConfig(_Section):
     store: StoreConfig = StoreConfig()
     cluster: ClusterConfig = ClusterConfig()
     proxy: ProxyConfig = ProxyConfig()
+    replica: ReplicaConfig = ReplicaConfig()
+    run: RunConfig = RunConfig()
+    sessions: SessionsConfig = SessionsConfig()
 
 
 class ConfigError(ValueError):

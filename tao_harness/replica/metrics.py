@@ -1,0 +1,109 @@
+"""`/metrics` in vLLM's Prometheus names, one label set per data-parallel rank (vLLM's `engine` label).
+
+A custom collector reads each rank's `EngineCore.metrics()` at scrape time, so there is no second copy
+of the numbers to keep in sync, and each app owns its own `CollectorRegistry` (no global registry).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from tao_harness.engine.api import EngineMetrics
+from tao_harness.replica.generation import RankDriver
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_LABELS = ["model_name", "engine"]
+
+Reading = Callable[[RankDriver, EngineMetrics], float]
+# (family, name without the counter's _total suffix, help text, reading) — names and help as vLLM's.
+_SERIES: tuple[tuple[type[GaugeMetricFamily] | type[CounterMetricFamily], str, str, Reading], ...] = (
+    (
+        GaugeMetricFamily,
+        "vllm:kv_cache_usage_perc",
+        "KV-cache usage. 1 means 100 percent usage.",
+        lambda d, m: m.kv_cache_usage,
+    ),
+    (
+        GaugeMetricFamily,
+        "vllm:num_requests_running",
+        "Number of requests in model execution batches.",
+        lambda d, m: m.num_running,
+    ),
+    (
+        GaugeMetricFamily,
+        "vllm:num_requests_waiting",
+        "Number of requests waiting to be processed.",
+        lambda d, m: m.num_waiting,
+    ),
+    (
+        CounterMetricFamily,
+        "vllm:prefix_cache_queries",
+        "Prefix cache queries, in terms of number of queried tokens.",
+        lambda d, m: m.prefix_cache_queries,
+    ),
+    (
+        CounterMetricFamily,
+        "vllm:prefix_cache_hits",
+        "Prefix cache hits, in terms of number of cached tokens.",
+        lambda d, m: m.prefix_cache_hits,
+    ),
+    (
+        CounterMetricFamily,
+        "vllm:num_preemptions",
+        "Cumulative number of preemption from the engine.",
+        lambda d, m: m.num_preemptions,
+    ),
+    (
+        CounterMetricFamily,
+        "vllm:prompt_tokens",
+        "Number of prefill tokens processed.",
+        lambda d, m: d.counters.prompt_tokens,
+    ),
+    (
+        CounterMetricFamily,
+        "vllm:generation_tokens",
+        "Number of generation tokens processed.",
+        lambda d, m: d.counters.generation_tokens,
+    ),
+    (
+        CounterMetricFamily,
+        "vllm:request_success",
+        "Count of successfully processed requests.",
+        lambda d, m: d.counters.finished_requests,
+    ),
+)
+
+
+class ReplicaCollector(Collector):
+    """Yields the vLLM gauges and counters for every rank."""
+
+    def __init__(self, drivers: Sequence[RankDriver], model_name: str) -> None:
+        self.drivers = drivers
+        self.model_name = model_name
+
+    def collect(self) -> Iterator[Metric]:
+        readings = [(driver, driver.engine.metrics()) for driver in self.drivers]
+        info = GaugeMetricFamily(
+            "vllm:cache_config_info",
+            "Information of the LLMEngine CacheConfig",
+            labels=["engine", "num_gpu_blocks", "block_size", "enable_prefix_caching"],
+        )
+        for driver, m in readings:
+            info.add_metric([str(driver.rank), str(m.num_gpu_blocks), str(m.block_size), "True"], 1.0)
+        yield info
+        for family, name, help_text, read in _SERIES:
+            metric = family(name, help_text, labels=_LABELS)
+            for driver, m in readings:
+                metric.add_metric([self.model_name, str(driver.rank)], read(driver, m))
+            yield metric
+
+
+def render_metrics(drivers: Sequence[RankDriver], model_name: str) -> bytes:
+    """The Prometheus text exposition of all ranks."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ReplicaCollector(drivers, model_name))
+    return generate_latest(registry)
