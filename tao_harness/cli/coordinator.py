@@ -6,9 +6,11 @@ import argparse
 import asyncio
 import logging
 import os
+import time
 from pathlib import Path
 
 from tao_harness.cli.common import UsageError, cluster_config_from_args
+from tao_harness.clock import ScaledClock
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,6 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", default="tao", help="scheduling policy (see `tao plan --help`; default tao)")
     parser.add_argument("--db", help="history database URL (env TAO_DB_URL; default a SQLite file)")
     parser.add_argument("--no-store", action="store_true", help="keep no history (nothing written to a database)")
+    parser.add_argument("--time-scale", type=float, default=1.0,
+                        help="emulated fleets only: the coordinator's clock runs F times faster than real time, "
+                             "matching replicas started with the same --time-scale (default 1)")
+    parser.add_argument("--clock-epoch", type=float, default=None,
+                        help="with --time-scale: the Unix time at which emulated and real time coincide, shared "
+                             "with the fleet driver so event times agree (default: now)")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
 
 
@@ -30,8 +38,12 @@ async def _serve(args: argparse.Namespace) -> None:
     config = cluster_config_from_args(args, {"store.url": args.db})
     if not config.cluster.replicas:
         raise UsageError("no replicas: give --replica ID=URL (repeatable) or a config file with [cluster]")
+    if args.time_scale <= 0:
+        raise UsageError("--time-scale must be positive")
+    clock = ScaledClock(args.time_scale, args.clock_epoch if args.clock_epoch is not None else time.time())
     try:
-        coordinator = build_coordinator(config, args.policy, use_store=not args.no_store)
+        coordinator = build_coordinator(config, args.policy, use_store=not args.no_store, clock=clock.now,
+                                        time_scale=args.time_scale)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     app = build_app(coordinator, os.environ.get("TAO_TOKEN") or None)

@@ -38,7 +38,8 @@ async def _demo(args: argparse.Namespace, db_url: str) -> dict[str, object]:
     from tao_harness.coordinator.embedded import EmbeddedCluster
     from tao_harness.fleet.driver import run_fleet
     from tao_harness.fleet.processes import ProcessGroup
-    from tao_harness.fleet.session import Endpoints, ScaledClock
+    from tao_harness.clock import ScaledClock
+from tao_harness.fleet.session import Endpoints
     from tao_harness.sim.workloads import generate
 
     trace = generate(args.workload, args.sessions, args.seed)
@@ -52,7 +53,7 @@ async def _demo(args: argparse.Namespace, db_url: str) -> dict[str, object]:
         async with EmbeddedCluster(config, args.policy, clock=clock.now, time_scale=args.time_scale) as cluster:
             progress = tqdm(total=len(trace), desc=f"{args.policy}: sessions", unit="session",
                             disable=args.json)
-            metrics, _ = await run_fleet(trace, Endpoints(cluster.proxy_url, cluster.coordinator_url),
+            metrics, _ = await run_fleet(trace, Endpoints((cluster.proxy_url,), cluster.coordinator_url),
                                          args.workers, clock, on_session_done=lambda _: progress.update())
             progress.close()
             coordinator = cluster.coordinator

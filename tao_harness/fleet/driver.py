@@ -15,7 +15,8 @@ from typing import Any, Callable, Sequence
 
 import aiohttp
 
-from tao_harness.fleet.session import Endpoints, ScaledClock, SessionResult, replay_session
+from tao_harness.clock import ScaledClock
+from tao_harness.fleet.session import Endpoints, SessionResult, replay_session
 from tao_harness.sim.trace import TraceSession
 
 

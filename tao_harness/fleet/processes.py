@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
 import sys
+import time
 from dataclasses import dataclass, field
 from types import TracebackType
+
+import aiohttp
 
 URL_LINE = re.compile(rb"(https?://[\w.\-:\[\]]+)")
 
@@ -43,6 +47,25 @@ class ProcessGroup:
                         return process, match.group(1).decode()
         except TimeoutError:
             raise ProcessError(f"{argv[0]} printed no URL within {timeout_s} s") from None
+
+    async def start_until_healthy(self, argv: list[str], health_url: str, timeout_s: float = 60.0) -> None:
+        """Start `argv` (output discarded) and wait until `health_url` answers 200."""
+        process = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.DEVNULL,
+                                                       stderr=asyncio.subprocess.DEVNULL)
+        self.processes.append(process)
+        deadline = time.monotonic() + timeout_s
+        async with aiohttp.ClientSession() as http:
+            while time.monotonic() < deadline:
+                if process.returncode is not None:
+                    raise ProcessError(f"{argv[0]} exited with code {process.returncode}")
+                try:
+                    async with http.get(health_url, timeout=aiohttp.ClientTimeout(total=1)) as response:
+                        if response.status == 200:
+                            return
+                except (aiohttp.ClientError, TimeoutError):
+                    pass
+                await asyncio.sleep(0.2)
+        raise ProcessError(f"{argv[0]} was not healthy at {health_url} within {timeout_s} s")
 
     async def start_replica(self, *, time_scale: float, profile: str | None = None,
                             num_gpu_blocks: int | None = None, data_parallel_size: int = 1) -> str:
@@ -80,3 +103,10 @@ async def _drain(stream: asyncio.StreamReader) -> None:
     """Keep reading a child's output so a full pipe never blocks it."""
     while await stream.read(65536):
         pass
+
+
+def free_port() -> int:
+    """A port that was free a moment ago (for servers that cannot report the port they bound)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

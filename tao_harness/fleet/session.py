@@ -13,6 +13,7 @@ Times in the results are emulated seconds (wall seconds × time scale).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 import zlib
@@ -21,6 +22,7 @@ from typing import Any
 
 import aiohttp
 
+from tao_harness.clock import ScaledClock
 from tao_harness.proxy.usage import UsageTracker
 from tao_harness.replica.tokenizer import pieces
 from tao_harness.sim.trace import TraceSession
@@ -41,23 +43,16 @@ def filler_text(tokens: int, seed: int) -> str:
     return "".join(pieces("".join(sentences))[:tokens])
 
 
-@dataclass(frozen=True, slots=True)
-class ScaledClock:
-    """Emulated time: runs `time_scale` times faster than the wall clock from `epoch` on."""
-
-    time_scale: float = 1.0
-    epoch: float = field(default_factory=time.time)
-
-    def now(self) -> float:
-        return self.epoch + (time.time() - self.epoch) * self.time_scale
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass
 class Endpoints:
-    # OpenAI-compatible root (no /v1) the agent sends its LLM requests to.
-    llm_url: str
+    # OpenAI-compatible roots (no /v1); several = the client balances round-robin per request.
+    llm_urls: tuple[str, ...]
     # Coordinator root for tool events and session end; None for routers that take none.
     events_url: str | None = None
+    _turn: itertools.count = field(default_factory=itertools.count, repr=False)
+
+    def next_llm_url(self) -> str:
+        return self.llm_urls[next(self._turn) % len(self.llm_urls)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +98,7 @@ async def _turn(http: aiohttp.ClientSession, endpoints: Endpoints, session: str,
     started_wall, started = time.time(), time.monotonic()
     first: float | None = None
     text: list[str] = []
-    async with http.post(endpoints.llm_url + "/v1/chat/completions", json=body, headers=headers) as response:
+    async with http.post(endpoints.next_llm_url() + "/v1/chat/completions", json=body, headers=headers) as response:
         ok = response.status == 200
         async for chunk in response.content.iter_any():
             if tracker.feed(chunk) and first is None:

@@ -1,0 +1,85 @@
+"""`tao bench live`: the routers on the same trace over real HTTP against emulated replicas."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from tqdm import tqdm
+
+from tao_harness.cli.common import UsageError, print_json
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--trace", type=Path, help="trace file (JSON Lines, see README)")
+    source.add_argument("--workload", default="swe-lite", help="synthetic workload when no --trace (default swe-lite)")
+    parser.add_argument("--sessions", type=int, default=32, help="sessions generated for --workload (default 32)")
+    parser.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
+    parser.add_argument("--workers", default="16", help="comma-separated concurrency levels (default 16)")
+    parser.add_argument("--replicas", type=int, default=2, help="emulated replicas per run (default 2)")
+    parser.add_argument("--router", default="tao,vllm-router-program,vllm-router-ca,direct-rr",
+                        help="comma-separated routers (default: all four)")
+    parser.add_argument("--policy", default="tao", help="policy of the tao router (default tao)")
+    parser.add_argument("--time-scale", type=float, default=10.0, help="emulated/real time ratio (default 10)")
+    parser.add_argument("--num-gpu-blocks", type=int, default=8000, help="KV blocks per replica (default 8000)")
+    parser.add_argument("--profile", help="engine profile of the replicas (default: the replica's)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per router and concurrency (default 3)")
+    parser.add_argument("--peers-venv", type=Path, help="virtualenv holding vllm-router")
+    parser.add_argument("-o", "--out", type=Path, default=Path("out/bench-live"), help="output directory")
+    parser.add_argument("--json", action="store_true", help="print every run's metrics as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tao_harness.fleet.bench import LiveBenchConfig, RunRecord, run_one, write_results
+    from tao_harness.fleet.plots import write_plots
+    from tao_harness.fleet.routers import ROUTERS, RouterUnavailable, find_vllm_router
+    from tao_harness.sim.trace import TraceError, read_trace
+    from tao_harness.sim.workloads import WorkloadError, generate
+
+    routers = tuple(r.strip() for r in args.router.split(",") if r.strip())
+    unknown = [r for r in routers if r not in ROUTERS]
+    if unknown or not routers:
+        raise UsageError(f"--router: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(ROUTERS)}")
+    try:
+        workers = tuple(int(w) for w in args.workers.split(","))
+    except ValueError:
+        raise UsageError(f"--workers: expected comma-separated numbers, got {args.workers!r}") from None
+    if min(workers) < 1 or args.repeats < 1 or args.replicas < 1 or args.time_scale <= 0:
+        raise UsageError("--workers, --repeats, --replicas and --time-scale must be positive")
+    peers_bin = args.peers_venv / "bin" if args.peers_venv else None
+    if any(r.startswith("vllm-router") for r in routers):
+        try:
+            find_vllm_router(peers_bin)
+        except RouterUnavailable as exc:
+            raise UsageError(str(exc)) from None
+    try:
+        trace = read_trace(args.trace) if args.trace else generate(args.workload, args.sessions, args.seed)
+    except (TraceError, WorkloadError, OSError) as exc:
+        raise UsageError(str(exc)) from None
+    config = LiveBenchConfig(routers, workers, args.replicas, args.time_scale, args.num_gpu_blocks, args.repeats,
+                             args.policy, args.profile, peers_bin)
+    records: list[RunRecord] = []
+    infos = {}
+    progress = tqdm(total=len(workers) * args.repeats * len(routers) * len(trace), unit="session",
+                    disable=args.json)
+    for level in workers:
+        for repeat in range(args.repeats):
+            for router in routers:
+                progress.set_description(f"{router} w={level} run {repeat + 1}/{args.repeats}")
+                metrics, results, info = asyncio.run(run_one(trace, config, router, level,
+                                                             lambda _: progress.update()))
+                infos[router] = info
+                records.append(RunRecord(router, level, repeat, metrics, results))
+    progress.close()
+    title = f"{args.trace or args.workload}, {len(trace)} sessions, {args.replicas} replicas, x{args.time_scale:g}"
+    path = write_results(records, infos, args.out, title)
+    last = {r.router: r.results for r in records if r.workers == workers[-1] and r.repeat == 0}
+    write_plots(last, args.time_scale, args.out, title)
+    if args.json:
+        print_json([{"router": r.router, "workers": r.workers, "repeat": r.repeat, **r.metrics.to_json()}
+                    for r in records])
+    else:
+        print(path.read_text())
+    return 0

@@ -1,0 +1,126 @@
+"""`tao bench live`: every router on the same trace, fresh replicas per run, repeated, medians and spread.
+
+Each (workers, repeat, router) run starts its own emulated replicas so every router meets the same cold
+caches. Routers run in turn inside each repeat, so slow drift of a shared machine touches all of them.
+A difference between TAO and the best other router that lies within the spread of either is reported as
+inconclusive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from tao_harness.fleet.driver import FleetMetrics, run_fleet
+from tao_harness.fleet.processes import ProcessGroup
+from tao_harness.fleet.routers import RouterInfo, start_router
+from tao_harness.clock import ScaledClock
+from tao_harness.fleet.session import SessionResult
+from tao_harness.sim.trace import TraceSession
+
+# Metric, higher is better, label.
+COLUMNS: tuple[tuple[str, bool, str], ...] = (
+    ("mean_latency_s", False, "mean task latency (s)"),
+    ("mean_ttft_s", False, "mean TTFT (s)"),
+    ("p95_ttft_s", False, "p95 TTFT (s)"),
+    ("decode_tok_s", True, "decode tok/s"),
+    ("prefix_hit_rate", True, "prefix hit rate"),
+    ("makespan_s", False, "makespan (s)"),
+    ("failed_requests", False, "failed requests"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveBenchConfig:
+    routers: tuple[str, ...]
+    workers: tuple[int, ...]
+    replicas: int
+    time_scale: float
+    num_gpu_blocks: int
+    repeats: int = 3
+    policy: str = "tao"
+    profile: str | None = None
+    peers_bin: Path | None = None
+
+
+@dataclass
+class RunRecord:
+    router: str
+    workers: int
+    repeat: int
+    metrics: FleetMetrics
+    results: list[SessionResult] = field(default_factory=list)
+
+
+async def run_one(trace: Sequence[TraceSession], config: LiveBenchConfig, router: str, workers: int,
+                  on_session_done: Callable[[SessionResult], None] | None = None,
+                  ) -> tuple[FleetMetrics, list[SessionResult], RouterInfo]:
+    clock = ScaledClock(config.time_scale)
+    async with ProcessGroup() as processes:
+        urls = await asyncio.gather(*(processes.start_replica(time_scale=config.time_scale, profile=config.profile,
+                                                              num_gpu_blocks=config.num_gpu_blocks)
+                                      for _ in range(config.replicas)))
+        capacity = config.num_gpu_blocks * 16
+        async with start_router(router, urls, capacity, clock, processes, policy=config.policy,
+                                peers_bin=config.peers_bin) as (endpoints, info):
+            metrics, results = await run_fleet(trace, endpoints, workers, clock, on_session_done)
+    return metrics, results, info
+
+
+def _median_and_spread(values: Sequence[float]) -> tuple[float, float, float]:
+    return statistics.median(values), min(values), max(values)
+
+
+def write_results(records: Sequence[RunRecord], infos: dict[str, RouterInfo], out: Path, title: str) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "results.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        names = list(FleetMetrics.__dataclass_fields__)
+        writer.writerow(["router", "workers", "repeat", *names])
+        for r in records:
+            writer.writerow([r.router, r.workers, r.repeat, *(getattr(r.metrics, n) for n in names)])
+    lines = [f"# {title}", ""]
+    for workers in sorted({r.workers for r in records}):
+        routers = list(dict.fromkeys(r.router for r in records if r.workers == workers))
+        cells: dict[tuple[str, str], tuple[float, float, float]] = {}
+        for router in routers:
+            runs = [r.metrics for r in records if r.workers == workers and r.router == router]
+            for metric, _, _ in COLUMNS:
+                cells[(router, metric)] = _median_and_spread([getattr(m, metric) for m in runs])
+        lines += [f"## {workers} workers (median of {len(runs)} runs; [min–max])", "",
+                  "| router | " + " | ".join(label for _, _, label in COLUMNS) + " |",
+                  "|---" * (len(COLUMNS) + 1) + "|"]
+        for router in routers:
+            row = []
+            for metric, higher, _ in COLUMNS:
+                median, low, high = cells[(router, metric)]
+                values = [cells[(r, metric)][0] for r in routers]
+                best = max(values) if higher else min(values)
+                text = f"{median:.3g} [{low:.3g}–{high:.3g}]"
+                row.append(f"**{text}**" if median == best and len(routers) > 1 else text)
+            lines.append(f"| {router} | " + " | ".join(row) + " |")
+        if "tao" in routers and len(routers) > 1:
+            lines.append("| TAO vs best other | " + " | ".join(
+                _versus(cells, routers, metric, higher) for metric, higher, _ in COLUMNS) + " |")
+        lines.append("")
+    lines += ["## Routers", ""] + [f"- `{name}`: {info.description}" for name, info in infos.items()]
+    path = out / "results.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _versus(cells: dict[tuple[str, str], tuple[float, float, float]], routers: list[str], metric: str,
+            higher: bool) -> str:
+    others = [r for r in routers if r != "tao"]
+    best = max(others, key=lambda r: cells[(r, metric)][0]) if higher else \
+        min(others, key=lambda r: cells[(r, metric)][0])
+    ours, theirs = cells[("tao", metric)], cells[(best, metric)]
+    if theirs[0] == 0:
+        return "n/a"
+    gain = (ours[0] - theirs[0]) / abs(theirs[0]) * (1 if higher else -1) * 100
+    overlap = ours[1] <= theirs[2] and theirs[1] <= ours[2]
+    return f"{gain:+.1f}% vs {best}" + (" (inconclusive)" if overlap else "")
