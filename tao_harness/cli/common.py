@@ -14,7 +14,8 @@ class UsageError(Exception):
     """Bad input from the user: printed as one line, exit code 2, never a traceback."""
 
 
-def print_json(value: Any, out: TextIO = sys.stdout) -> None:
+def print_json(value: Any, out: TextIO | None = None) -> None:
+    out = out or sys.stdout  # resolved per call, so redirected stdout (and pytest's capsys) is honoured
     json.dump(value, out, indent=2, default=str)
     out.write("\n")
 

@@ -1,0 +1,93 @@
+"""Writing one batch of records in one transaction, as upserts that work on SQLite and PostgreSQL.
+
+A record's None fields mean "unknown": `ON CONFLICT (id) DO UPDATE SET col = COALESCE(new, old)`, so
+a tool_start row and the later tool_end row for the same call id merge into one. Rows that share an id
+inside a batch are merged in Python first (PostgreSQL refuses to touch a row twice in one statement),
+and rows are sorted by id so concurrent writers lock rows in the same order.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from sqlalchemy import Connection, Table, func, insert
+from sqlalchemy.dialects import postgresql, sqlite
+
+from tao_harness.store.models import LLMRequest, Plan, Session, ToolCall
+from tao_harness.store.records import LLMRequestRecord, PlanRecord, SessionRecord, StoreRecord, ToolCallRecord
+from tao_harness.store.redact import Redactor
+
+_JSON_FIELDS = ("args", "hints", "labels")
+
+
+def _row(record: StoreRecord) -> dict[str, Any]:
+    row = dict(vars(record))  # the records are plain (non-slotted) dataclasses: fields live in __dict__
+    for key, value in row.items():
+        if isinstance(value, tuple):
+            row[key] = list(value)
+        elif value is not None and key in _JSON_FIELDS:
+            row[key] = dict(value)
+    return row
+
+
+def merge_by_id(records: Iterable[SessionRecord | ToolCallRecord | LLMRequestRecord]) -> list[dict[str, Any]]:
+    """One row per id, in id order; a later record's known (non-None) fields win."""
+    merged: dict[str, dict[str, Any]] = {}
+    for record in records:
+        row = _row(record)
+        earlier = merged.get(record.id)
+        if earlier is None:
+            merged[record.id] = row
+        else:
+            earlier.update((key, value) for key, value in row.items() if value is not None)
+    return [merged[key] for key in sorted(merged)]
+
+
+def _dialect_insert(conn: Connection, table: Table) -> Any:
+    if conn.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    if conn.dialect.name == "sqlite":
+        return sqlite.insert(table)
+    raise NotImplementedError(f"upserts are implemented for SQLite and PostgreSQL, not {conn.dialect.name}")
+
+
+def upsert(conn: Connection, table: Table, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert `rows`, or fill in the known fields of the rows already stored under the same id."""
+    if not rows:
+        return
+    stmt = _dialect_insert(conn, table)
+    updates = {name: func.coalesce(stmt.excluded[name], table.c[name]) for name in rows[0] if name != "id"}
+    conn.execute(stmt.on_conflict_do_update(index_elements=["id"], set_=updates), list(rows))
+
+
+def _ensure_sessions(conn: Connection, children: Sequence[dict[str, Any]]) -> None:
+    # A call may arrive before (or without) its session record; the foreign key needs the parent row.
+    first: dict[str, dict[str, Any]] = {}
+    for child in children:
+        session = child["session_id"]
+        first.setdefault(
+            session, {"id": session, "harness": child.get("harness"), "started_at": child["started_at"]}
+        )
+    if first:
+        stmt = _dialect_insert(conn, Session.__table__).on_conflict_do_nothing(index_elements=["id"])
+        conn.execute(stmt, [first[key] for key in sorted(first)])
+
+
+def write_batch(conn: Connection, records: Sequence[StoreRecord], redactor: Redactor | None = None) -> None:
+    """Write `records` on `conn` (the caller owns the transaction), redacting call text first."""
+    sessions = merge_by_id(r for r in records if isinstance(r, SessionRecord))
+    calls = merge_by_id(r for r in records if isinstance(r, ToolCallRecord))
+    requests = merge_by_id(r for r in records if isinstance(r, LLMRequestRecord))
+    plans = [_row(r) for r in records if isinstance(r, PlanRecord)]
+    if redactor is not None:
+        for call in calls:
+            if call["command"] is not None:
+                call["command"] = redactor.text(call["command"])
+            if call["args"] is not None:
+                call["args"] = redactor.value(call["args"])
+    upsert(conn, Session.__table__, sessions)
+    _ensure_sessions(conn, [*calls, *requests])
+    upsert(conn, ToolCall.__table__, calls)
+    upsert(conn, LLMRequest.__table__, requests)
+    if plans:
+        conn.execute(insert(Plan.__table__), plans)

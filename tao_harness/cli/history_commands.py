@@ -1,0 +1,215 @@
+"""The `tao history` subcommands: each takes the parsed arguments and returns an exit code.
+
+Reading commands never create a database: a missing or unreadable one becomes a UsageError (one line,
+exit code 2). Options are declared in history.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tao_harness.cli.common import UsageError, format_table, print_json
+from tao_harness.cli.timespec import format_time, parse_duration, parse_since
+from tao_harness.config import ConfigError, TaoConfig, load_config
+from tao_harness.readiness.accuracy import replay_accuracy
+from tao_harness.readiness.estimator import DurationHistory, predict
+from tao_harness.readiness.family import family_key
+from tao_harness.readiness.hints import parse_hints
+from tao_harness.store import queries, transfer
+from tao_harness.store.engine import Store, StoreError, open_store
+from tao_harness.store.writer import StoreWriter
+
+STAT_FIELDS = ("family", "n", "mean", "p50", "p90", "p99", "max", "bound")
+
+
+def _config(args: argparse.Namespace) -> TaoConfig:
+    try:
+        return load_config(args.config, overrides={"store.url": args.db})
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _open(args: argparse.Namespace, *, create: bool = False) -> tuple[Store, TaoConfig]:
+    config = _config(args)
+    try:
+        return open_store(config.store.url, create=create), config
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _history(store: Store, config: TaoConfig) -> DurationHistory:
+    return DurationHistory.from_samples(queries.family_durations(store), config.readiness)
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    store, config = _open(args)
+    with store:
+        history = _history(store, config)
+    stats = [history.stats(family) for family in history.families()]
+    overall = history.global_stats()
+    rows = [
+        {name: getattr(s, name) for name in STAT_FIELDS} for s in [*stats, *([overall] if overall else [])]
+    ]
+    if args.json:
+        print_json(rows, sys.stdout)
+    else:
+        print(format_table([[row[name] for name in STAT_FIELDS] for row in rows], STAT_FIELDS))
+    return 0
+
+
+def cmd_calls(args: argparse.Namespace) -> int:
+    since = parse_since(args.since, time.time()) if args.since else None
+    store, _ = _open(args)
+    with store:
+        calls = queries.recent_calls(
+            store, session=args.session, family=args.family, since=since, limit=args.limit
+        )
+    if args.json:
+        print_json([dataclasses.asdict(call) for call in calls], sys.stdout)
+        return 0
+    headers = ("started", "session", "family", "duration_s", "status", "command")
+    rows = [
+        (
+            format_time(c.started_at),
+            c.session_id,
+            c.family,
+            c.duration_s,
+            c.status,
+            _short(c.command or c.tool_name),
+        )
+        for c in calls
+    ]
+    print(format_table(rows, headers))
+    return 0
+
+
+def _short(text: str | None, width: int = 60) -> str | None:
+    if text is None or len(text) <= width:
+        return text
+    return text[: width - 1] + "…"
+
+
+def _tool_args(raw: str | None) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--args is not valid JSON: {exc.msg} (at character {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise UsageError('--args must be a JSON object, e.g. \'{"command": "npm test", "timeout": 120000}\'')
+    return value
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    tool_args = _tool_args(args.args)
+    command = args.command
+    if command is None and tool_args is not None and isinstance(tool_args.get("command"), str):
+        command = tool_args["command"]
+    store, config = _open(args)
+    with store:
+        history = _history(store, config)
+    family = family_key(args.tool, command)
+    hints = parse_hints(args.tool, command, tool_args, env_timeout_s=args.env_timeout)
+    prediction = predict(history, family, hints, config.readiness)
+    result = {
+        "family": family,
+        "hints": {"min_s": hints.min_s, "max_s": hints.max_s, "background": hints.background},
+        "predicted_s": prediction.predicted_s,
+        "source": prediction.source,
+    }
+    if args.json:
+        print_json(result, sys.stdout)
+        return 0
+    background = "yes" if hints.background else "no"
+    bounds = f"min {_seconds(hints.min_s)}, max {_seconds(hints.max_s)}, background {background}"
+    print(f"family     {family}\nhints      {bounds}")
+    print(f"predicted  {prediction.predicted_s:.3f} s (source: {prediction.source})")
+    return 0
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:g} s"
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    store, _ = _open(args)
+    with store:
+        if args.output is None:
+            transfer.WRITERS[args.format](queries.all_calls(store), sys.stdout)
+            return 0
+        with _open_output(args.output) as out:
+            count = transfer.WRITERS[args.format](queries.all_calls(store), out)
+    print(f"exported {count} calls to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _open_output(path: Path) -> Any:
+    try:
+        return path.open("w", encoding="utf-8", newline="")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    try:
+        source = sys.stdin if str(args.file) == "-" else args.file.open(encoding="utf-8", newline="")
+    except OSError as exc:
+        raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+    store, config = _open(args, create=True)
+    count = 0
+    with store, source:
+        try:
+            with StoreWriter.from_config(store, config.store) as writer:
+                for count, record in enumerate(transfer.read_calls(source), 1):
+                    writer.submit(record)
+        except (transfer.ImportFormatError, StoreError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{args.file}: {exc}") from None
+    print(f"imported {count} calls into {store.name}")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from tao_harness.cli.history_plot import plot_durations
+
+    store, _ = _open(args)
+    with store:
+        samples = list(queries.family_durations(store, args.family))
+    if not samples:
+        raise UsageError(f"no completed calls{' in family ' + args.family if args.family else ''} to plot")
+    families = plot_durations(samples, args.output, max_families=args.max_families)
+    print(f"wrote {args.output} ({len(families)} families: {', '.join(families)})")
+    return 0
+
+
+def cmd_accuracy(args: argparse.Namespace) -> int:
+    store, config = _open(args)
+    with store:
+        report = replay_accuracy(queries.call_samples(store), config.readiness)
+    if args.json:
+        print_json(report.to_json(), sys.stdout)
+        return 0
+    headers = ("source", "n", "mae_s", f"within_{report.tolerance_s:g}s")
+    rows = [(s.source, s.n, s.mae_s, s.within_share) for s in report.by_source]
+    print(format_table([*rows, ("all", report.n, report.mae_s, report.within_share)], headers))
+    return 0
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    age = parse_duration(args.older_than)
+    store, _ = _open(args)
+    with store:
+        result = queries.prune(store, time.time() - age)
+    if args.json:
+        print_json(dataclasses.asdict(result), sys.stdout)
+    else:
+        print(
+            ", ".join(f"{count} {table}" for table, count in dataclasses.asdict(result).items()) + " deleted"
+        )
+    return 0

@@ -1,0 +1,241 @@
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+from sqlalchemy import func, select, text
+
+from tao_harness.config import StoreConfig
+from tao_harness.store.engine import Store, StoreError, open_store
+from tao_harness.store.models import Plan, Session, ToolCall
+from tao_harness.store.records import LLMRequestRecord, PlanRecord, SessionRecord, ToolCallRecord
+from tao_harness.store.redact import MASK
+from tao_harness.store.writer import StoreWriter
+
+
+def _start(call: str, session: str, started: float = 100.0) -> ToolCallRecord:
+    return ToolCallRecord(
+        id=call,
+        session_id=session,
+        harness="claude_code",
+        tool_name="Bash",
+        family="bash:pytest",
+        command="pytest -x",
+        hints={"min_s": None, "max_s": 120.0, "background": False},
+        timeout_s=120.0,
+        background=False,
+        started_at=started,
+    )
+
+
+def _end(call: str, session: str, duration: float = 2.5) -> ToolCallRecord:
+    return ToolCallRecord(
+        id=call, session_id=session, ended_at=100.0 + duration, duration_s=duration, status="ok", exit_code=0
+    )
+
+
+def _count(store: Store, where: str = "duration_s IS NOT NULL") -> int:
+    with store.engine.connect() as conn:
+        return int(conn.execute(text(f"SELECT count(*) FROM tool_calls WHERE {where}")).scalar_one())
+
+
+def test_start_then_end_merge_into_one_row(db_url: str) -> None:
+    with open_store(db_url) as store:
+        with StoreWriter(store) as writer:
+            writer.submit(_start("c1", "s1"))
+            writer.flush()  # the end arrives in a later batch: a real upsert
+            writer.submit(_end("c1", "s1"))
+            writer.submit(_start("c2", "s1"))
+            writer.submit(_end("c2", "s1", 4.0))  # same batch: merged before the statement
+            writer.submit(SessionRecord(id="s1", harness="claude_code", labels={"task": "django-1"}))
+            writer.submit(SessionRecord(id="s1", ended_at=200.0))
+        with store.engine.connect() as conn:
+            rows = {r.id: r for r in conn.execute(select(ToolCall))}
+            session = conn.execute(select(Session)).one()
+    assert set(rows) == {"c1", "c2"}
+    assert (rows["c1"].tool_name, rows["c1"].duration_s, rows["c1"].timeout_s, rows["c1"].status) == (
+        "Bash",
+        2.5,
+        120.0,
+        "ok",
+    )
+    assert rows["c1"].hints == {"min_s": None, "max_s": 120.0, "background": False}
+    assert rows["c2"].duration_s == 4.0 and rows["c2"].command == "pytest -x"
+    assert (session.harness, session.started_at, session.ended_at, session.labels) == (
+        "claude_code",
+        100.0,
+        200.0,
+        {"task": "django-1"},
+    )
+
+
+def test_secrets_are_redacted_before_storing(db_url: str) -> None:
+    config = StoreConfig(redact_patterns=(r"corp-\d+",))
+    with open_store(db_url) as store:
+        with StoreWriter.from_config(store, config) as writer:
+            writer.submit(
+                ToolCallRecord(
+                    id="c1",
+                    session_id="s1",
+                    tool_name="Bash",
+                    command="API_KEY=abc123 run corp-42",
+                    args={"command": "API_KEY=abc123 run corp-42", "timeout": 1000},
+                )
+            )
+        with store.engine.connect() as conn:
+            row = conn.execute(select(ToolCall.command, ToolCall.args)).one()
+    assert row.command == f"API_KEY={MASK} run {MASK}"
+    assert row.args == {"command": f"API_KEY={MASK} run {MASK}", "timeout": 1000}
+    assert "abc123" not in str(row)
+
+
+def test_llm_requests_and_plans(db_url: str) -> None:
+    with open_store(db_url) as store:
+        with StoreWriter(store) as writer:
+            writer.submit(
+                LLMRequestRecord(id="r1", session_id="s9", replica="r0", prompt_tokens=900, started_at=5.0)
+            )
+            writer.submit(LLMRequestRecord(id="r1", session_id="s9", cached_tokens=800, ttft_s=0.2))
+            writer.submit(
+                PlanRecord(
+                    created_at=6.0,
+                    policy="tao",
+                    solver="dp",
+                    solve_ms=1.5,
+                    n_waiting=4,
+                    n_assigned=3,
+                    objective=(1200.0, 2.0, 5000.0),
+                )
+            )
+        with store.engine.connect() as conn:
+            request = conn.execute(
+                text("SELECT prompt_tokens, cached_tokens, ttft_s FROM llm_requests")
+            ).one()
+            plan = conn.execute(select(Plan.__table__)).one()
+            session_started = conn.execute(select(Session.started_at)).scalar_one()
+    assert tuple(request) == (900, 800, 0.2)
+    assert (plan.policy, plan.n_assigned, plan.objective, plan.fallback) == (
+        "tao",
+        3,
+        [1200.0, 2.0, 5000.0],
+        False,
+    )
+    assert session_started == 5.0  # the placeholder session row took the request's start time
+
+
+def test_flushes_by_size_and_by_interval(sqlite_url: str) -> None:
+    with open_store(sqlite_url) as store:
+        with StoreWriter(store, batch_size=10, flush_interval_s=60.0) as writer:
+            writer.submit_many(_start(f"a{i}", "s") for i in range(10))
+            assert _wait_for(lambda: _count(store, "1=1") == 10)
+        with StoreWriter(store, batch_size=10_000, flush_interval_s=0.05) as writer:
+            writer.submit(_start("b1", "s"))
+            assert _wait_for(lambda: _count(store, "1=1") == 11)
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_failed_batch_is_reported_not_hidden(sqlite_url: str) -> None:
+    with open_store(sqlite_url) as store:
+        writer = StoreWriter(store)
+        writer.submit(_start("first", "s"))
+        writer.submit(ToolCallRecord(id="bad", session_id="s", args={"x": object()}))  # not JSON
+        writer.submit(_start("same-batch", "s"))
+        with pytest.raises(StoreError, match="1 records could not be written"):
+            writer.flush()
+        writer.flush()  # reported once
+        writer.submit(_start("later", "s"))
+        writer.close()
+        with store.engine.connect() as conn:
+            assert set(conn.execute(text("SELECT id FROM tool_calls")).scalars()) == {
+                "first",
+                "same-batch",
+                "later",
+            }
+        with pytest.raises(StoreError, match="closed"):
+            writer.submit(_start("late", "s"))
+
+
+@pytest.mark.parametrize("writers", [64])
+def test_many_writer_threads_lose_nothing(db_url: str, writers: int) -> None:
+    calls_each = 10
+    with open_store(db_url, pool_size=4) as store:
+
+        def work(worker: int) -> None:
+            with StoreWriter(store, batch_size=8, flush_interval_s=0.01) as writer:
+                for i in range(calls_each):
+                    writer.submit(_start(f"w{worker}-c{i}", f"w{worker}-s{i % 3}"))
+                    writer.submit(_end(f"w{worker}-c{i}", f"w{worker}-s{i % 3}"))
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(writers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert _count(store) == writers * calls_each
+        with store.engine.connect() as conn:
+            assert conn.execute(select(func.count()).select_from(Session)).scalar_one() == writers * 3
+
+
+async def test_asyncio_tasks_share_one_writer(db_url: str) -> None:
+    with open_store(db_url) as store:
+        writer = StoreWriter(store, batch_size=64, flush_interval_s=0.01)
+
+        async def session(n: int) -> None:
+            for i in range(10):
+                writer.submit(_start(f"t{n}-{i}", f"t{n}"))
+                await asyncio.sleep(0)
+                writer.submit(_end(f"t{n}-{i}", f"t{n}"))
+
+        await asyncio.gather(*(session(n) for n in range(64)))
+        await writer.aflush()
+        assert _count(store) == 64 * 10
+        writer.close()
+
+
+def _writer_process(url: str, proc: int, threads: int, calls: int) -> None:
+    store = open_store(url, pool_size=2)
+
+    def work(thread: int) -> None:
+        with StoreWriter(store, batch_size=16, flush_interval_s=0.02) as writer:
+            for i in range(calls):
+                call, session = f"p{proc}-t{thread}-c{i}", f"p{proc}-t{thread}"
+                writer.submit(
+                    ToolCallRecord(id=call, session_id=session, tool_name="Bash", started_at=float(i))
+                )
+                writer.submit(ToolCallRecord(id=call, session_id=session, duration_s=0.5, ended_at=i + 0.5))
+
+    workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    store.close()
+
+
+def test_many_writer_processes_lose_nothing(db_url: str) -> None:
+    processes, threads, calls = 4, 16, 10  # 64 concurrent writers in 4 processes, each with its own engine
+    open_store(db_url).close()  # the schema exists, and no connection is open, before the fork
+    # fork, not spawn: the children start without re-importing SQLAlchemy, which keeps this test fast
+    context = multiprocessing.get_context("fork")
+    children = [
+        context.Process(target=_writer_process, args=(db_url, p, threads, calls)) for p in range(processes)
+    ]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(timeout=120)
+    assert [child.exitcode for child in children] == [0] * processes
+    with open_store(db_url) as store:
+        assert _count(store) == processes * threads * calls
