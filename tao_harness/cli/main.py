@@ -18,7 +18,15 @@ from tao_harness.cli.common import UsageError
 # name -> (module, one-line help). A new subcommand adds one line here.
 COMMANDS: dict[str, tuple[str, str]] = {
     "history": ("tao_harness.cli.history", "query and maintain the tool-duration history"),
+    "demo": ("tao_harness.cli.demo", "run the live system on emulated replicas with scripted agents"),
+    "coordinator": ("tao_harness.cli.coordinator", "run the coordinator: session pool, planner, replica registry"),
     "proxy": ("tao_harness.cli.proxy", "serve the agents' OpenAI/Anthropic endpoint in front of the replicas"),
+    "replica": ("tao_harness.cli.replica", "run the emulated vLLM replica server (OpenAI + Anthropic APIs)"),
+    "spool": ("tao_harness.cli.spool", "show or deliver tool events that tao-run could not deliver"),
+    "trace": ("tao_harness.cli.trace", "generate synthetic agent traces, summarize them, export recorded sessions"),
+    "bench": ("tao_harness.cli.bench", "compare scheduling policies in the simulator: results.md, results.csv, plots"),
+    "sim": ("tao_harness.cli.sim", "replay a trace against one policy on simulated replicas"),
+    "plan": ("tao_harness.cli.plan", "plan one snapshot (JSON) with a scheduling policy and show the decision"),
 }
 
 

@@ -1,8 +1,8 @@
-"""`make demo`: generate a realistic tool-call history into a fresh SQLite file and query it.
+"""Generate a realistic tool-call history into a fresh SQLite file and query it.
 
-Until the coordinator exists this is the project's main job: it shows the tool-duration store, the
-family keys, hint parsing, the empirical-Bernstein predictions and the replayed accuracy report, all
-through the same `tao history` commands a user would type.
+A tour of the tool-duration store alone (no replicas, no coordinator): family keys, hint parsing, the
+empirical-Bernstein predictions and the replayed accuracy report, all through the same `tao history`
+commands a user would type. `make demo` runs the whole live system instead (`tao demo`).
 """
 
 from __future__ import annotations
