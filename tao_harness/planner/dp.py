@@ -1,0 +1,155 @@
+"""The exact capacity-state DP: D_j(s) = lexmax{ D_{j−1}(s), max_b D_{j−1}(s − w̄_j e_b) + u_{j,b} }.
+
+Invariant: after step j, `states` maps every reachable capacity vector of sessions order[:j] — up to a
+permutation of nodes that no later session can tell apart — to the best packed value reaching it.
+Two nodes are interchangeable for the suffix when every later session has the same value triple and
+eligibility on both; their capacities are then sorted inside the state key, so symmetric placements
+merge instead of multiplying. The stored capacities stay in physical node order, so the placement is
+recovered without un-permuting anything. States whose value plus the best the suffix could add cannot
+beat the incumbent are dropped (branch and bound). Past `budget` states the DP gives up (returns None).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from tao_harness.planner.problem import Packer, Problem
+
+_INT64_SAFE = 1 << 62
+
+Link = Optional[tuple[int, int, "Link"]]  # (session, node, previous link): the placements so far
+
+
+def _session_order(problem: Problem, candidates: list[int]) -> list[int]:
+    """Node-distinguishing sessions first (so nodes merge early), then larger sessions first."""
+
+    def uniform(i: int) -> bool:
+        row = problem.values[i]
+        return all(v is not None and v == row[0] for v in row)
+
+    def pattern(i: int) -> tuple[tuple[int, int], ...]:
+        return tuple((1, 0) if v is None else (0, -v[0]) for v in problem.values[i])
+
+    return sorted(candidates, key=lambda i: (uniform(i), pattern(i), -problem.size[i], i))
+
+
+def _node_classes(problem: Problem, order: list[int]) -> list[tuple[int, ...]]:
+    """classes[j][b]: nodes with equal labels are interchangeable for sessions order[j:]."""
+    classes = [tuple([0] * problem.m)]
+    interned: dict[tuple[object, int], int] = {}
+    for i in reversed(order):
+        after = classes[-1]
+        classes.append(tuple(interned.setdefault((problem.values[i][b], after[b]), len(interned))
+                             for b in range(problem.m)))
+    classes.reverse()
+    return classes
+
+
+def exact_dp(
+    problem: Problem, packer: Packer, budget: int, incumbent: int = 0
+) -> tuple[dict[int, int] | None, int]:
+    """Optimal placement strictly better than `incumbent` (None if none exists), and states created.
+
+    Raises `BudgetExceeded` past `budget` states.
+    """
+    candidates = [
+        i for i in range(problem.n)
+        if any(v is not None and problem.size[i] <= r for v, r in zip(problem.values[i], problem.room))
+    ]
+    order = _session_order(problem, candidates)
+    classes = _node_classes(problem, order)
+    packed = [[None if v is None else packer.pack(v) for v in row] for row in problem.values]
+    bound = _suffix_bounds(problem, order, packed)
+    fills = _suffix_fills(problem, order)
+    def key(caps: tuple[int, ...], labels: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+        return tuple(sorted(zip(labels, caps)))
+
+    room = tuple(problem.room)
+    states: dict[object, tuple[int, tuple[int, ...], Link]] = {key(room, classes[0]): (0, room, None)}
+    created = 1
+    for j, i in enumerate(order):
+        size, labels, after = problem.size[i], classes[j], classes[j + 1]
+        suffix = bound[j + 1]  # the most sessions order[j+1:] can still add, by total room
+        fill = fills[j + 1]  # the part of a room that sessions order[j+1:] can actually fill
+        nxt: dict[object, tuple[int, tuple[int, ...], Link]] = {}
+
+        def put(value: int, caps: tuple[int, ...], link: Link) -> None:
+            if value + suffix(sum(map(fill, caps))) <= incumbent:
+                return
+            k = key(caps, after)
+            old = nxt.get(k)
+            if old is None:
+                if created + len(nxt) >= budget:
+                    raise BudgetExceeded(created + len(nxt))
+                nxt[k] = (value, caps, link)
+            elif value > old[0]:
+                nxt[k] = (value, caps, link)
+
+        for value, caps, link in states.values():
+            put(value, caps, link)
+            tried: set[tuple[int, int]] = set()
+            for b, gain in enumerate(packed[i]):
+                if gain is None or caps[b] < size or (labels[b], caps[b]) in tried:
+                    continue
+                tried.add((labels[b], caps[b]))
+                put(value + gain, caps[:b] + (caps[b] - size,) + caps[b + 1:], (i, b, link))
+        created += len(nxt)
+        states = nxt
+    if not states:
+        return None, created
+    _, _, link = max(states.values(), key=lambda entry: entry[0])
+    placement: dict[int, int] = {}
+    while link is not None:
+        i, b, link = link
+        placement[i] = b
+    return placement, created
+
+
+def _suffix_fills(problem: Problem, order: list[int]) -> list:
+    """fills[j](room): the fullest total ≤ room that a subset of sessions order[j:] reaches.
+
+    Room no later session combination can use is dead; leaving it out tightens the bound for free."""
+    top = max(problem.room, default=0)
+    masks = [(1 << (c + 1)) - 1 for c in range(top + 1)]
+    reach = 1
+    fills = [lambda room: 0]
+    for j in range(len(order) - 1, -1, -1):
+        reach = (reach | (reach << problem.size[order[j]])) & masks[top]
+        fills.append(lambda room, r=reach: (r & masks[room]).bit_length() - 1)
+    fills.reverse()
+    return fills
+
+
+def _suffix_bounds(problem: Problem, order: list[int], packed: list[list[int | None]]) -> list:
+    """bound[j](room): an upper bound on what sessions order[j:] add given `room` quanta in total.
+
+    The surrogate relaxation (all rooms merged into one, each session at its best value) solved as a
+    1-D knapsack per suffix with numpy when the sums fit in int64; else the plain sum of best values.
+    """
+    best = [max(p for p in packed[i] if p is not None) for i in order]
+    plain = [0] * (len(order) + 1)
+    for j in range(len(order) - 1, -1, -1):
+        plain[j] = plain[j + 1] + best[j]
+    capacity = min(sum(problem.room), sum(problem.size[i] for i in order))
+    if plain[0] >= _INT64_SAFE or capacity > 50_000:
+        return [lambda room, total=total: total for total in plain]
+    table = np.zeros(capacity + 1, dtype=np.int64)
+    tables = [table]
+    for j in range(len(order) - 1, -1, -1):
+        w = problem.size[order[j]]
+        table = table + best[j] if w == 0 else table.copy()
+        if 0 < w <= capacity:
+            np.maximum(table[w:], tables[-1][:-w] + best[j], out=table[w:])
+        tables.append(table)
+    tables.reverse()
+    return [lambda room, t=t: int(t[min(room, capacity)]) for t in tables]
+
+
+class BudgetExceeded(Exception):
+    """The DP created more states than its budget allows."""
+
+    def __init__(self, states: int) -> None:
+        super().__init__(f"DP exceeded its state budget after {states} states")
+        self.states = states

@@ -1,0 +1,71 @@
+"""Independent exact solvers for checking the planner: brute force (tiny) and a lexicographic MILP.
+
+Not used by any policy. Neither shares code with the DP or the certificate: brute force enumerates every
+assignment; the MILP (scipy's HiGHS) maximizes K, fixes it, then R, then T, then N.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tao_harness.planner.problem import Problem
+
+
+def objective(problem: Problem, placement: dict[int, int]) -> tuple[int, int, int, int]:
+    totals = [0, 0, 0]
+    for i, b in placement.items():
+        value = problem.values[i][b]
+        assert value is not None
+        totals = [a + v for a, v in zip(totals, value)]
+    return (totals[0], totals[1], totals[2], len(placement))
+
+
+def brute_force(problem: Problem) -> tuple[int, int, int, int]:
+    """Lexicographic optimum by enumerating every feasible assignment (depth-first; n ≤ 8, m ≤ 3)."""
+    left = list(problem.room)
+    chosen: dict[int, int] = {}
+
+    def visit(i: int) -> tuple[int, int, int, int]:
+        if i == problem.n:
+            return objective(problem, chosen)
+        best = visit(i + 1)
+        for b in range(problem.m):
+            if problem.values[i][b] is not None and problem.size[i] <= left[b]:
+                left[b] -= problem.size[i]
+                chosen[i] = b
+                best = max(best, visit(i + 1))
+                del chosen[i]
+                left[b] += problem.size[i]
+        return best
+
+    return visit(0)
+
+
+def milp_lexicographic(problem: Problem, time_limit_s: float = 60.0) -> tuple[int, int, int, int]:
+    """Lexicographic optimum by four MILPs (HiGHS): maximize K, fix it, then R, T, N."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    pairs = [(i, b) for i in range(problem.n) for b in range(problem.m) if problem.values[i][b] is not None]
+    if not pairs:
+        return (0, 0, 0, 0)
+    count = len(pairs)
+    rows, bounds_hi = [], []
+    for i in range(problem.n):  # each session on at most one node
+        rows.append([1.0 if p[0] == i else 0.0 for p in pairs])
+        bounds_hi.append(1.0)
+    for b in range(problem.m):  # room of each node
+        rows.append([float(problem.size[p[0]]) if p[1] == b else 0.0 for p in pairs])
+        bounds_hi.append(float(problem.room[b]))
+    constraints = [LinearConstraint(np.array(rows), -np.inf, np.array(bounds_hi))]
+    columns = [[float(problem.values[i][b][c]) for i, b in pairs] for c in range(3)]  # type: ignore[index]
+    columns.append([1.0] * count)
+    achieved = []
+    for column in columns:
+        result = milp(-np.array(column), constraints=constraints, integrality=np.ones(count),
+                      bounds=Bounds(0, 1), options={"time_limit": time_limit_s})
+        if result.x is None:
+            raise RuntimeError(f"MILP failed: {result.message}")
+        value = int(round(float(np.dot(column, np.round(result.x)))))
+        achieved.append(value)
+        constraints.append(LinearConstraint(np.array([column]), value - 0.5, np.inf))
+    return (achieved[0], achieved[1], achieved[2], achieved[3])

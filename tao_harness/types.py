@@ -1,0 +1,400 @@
+"""Snapshot and plan types: the frozen interface between the planners/policies and their callers.
+
+The simulator (virtual time) and the live coordinator both build a `Snapshot`, hand it to a policy and
+apply the `Plan` it returns. Both have a JSON form (docs/snapshot.md; replay with `tao plan`). Construction
+validates: a bad snapshot raises `SnapshotError` naming the field (``sessions[3].cache: unknown node 'r9'``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import MISSING, dataclass, field, fields
+from types import MappingProxyType
+from typing import Any, Literal, Mapping, Sequence, TypeVar, get_args
+
+from tao_harness.config import PlannerConfig
+
+SessionState = Literal["waiting", "acting", "reasoning"]
+SESSION_STATES: tuple[str, ...] = get_args(SessionState)
+HOLDING_STATES: tuple[str, ...] = ("acting", "reasoning")
+_T = TypeVar("_T")
+
+
+class SnapshotError(ValueError):
+    """A snapshot or plan that cannot be used; the message starts with the offending field's path."""
+
+
+def _number(value: Any, where: str, *, minimum: float | None = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SnapshotError(f"{where}: expected a finite number, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise SnapshotError(f"{where}: must be >= {minimum:g}, got {value!r}")
+    return float(value)
+
+
+def _integer(value: Any, where: str, *, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SnapshotError(f"{where}: expected an integer, got {value!r}")
+    if value < minimum:
+        raise SnapshotError(f"{where}: must be >= {minimum}, got {value}")
+    return value
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise SnapshotError(f"{where}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise SnapshotError(f"{where}: expected a list, got {type(value).__name__}")
+    return value
+
+
+def _plain(obj: Any) -> dict[str, Any]:
+    """A dataclass as a JSON object; optional fields that are None are left out."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj) if getattr(obj, f.name) is not None}
+
+
+def _int_tuple(value: Any, length: int, where: str) -> tuple[int, ...]:
+    items = tuple(value)
+    if len(items) == length and all(type(v) is int and v >= 0 for v in items):
+        return items  # the common case, checked cheaply
+    if len(items) != length:
+        raise SnapshotError(f"{where}: expected {length} integers, got {len(items)}")
+    return tuple(_integer(v, f"{where}[{k}]") for k, v in enumerate(items))
+
+
+def _build(cls: type[_T], data: Any, where: str, **converted: Any) -> _T:
+    """Construct `cls` from a JSON object: unknown and missing fields named, errors prefixed with `where`."""
+    if not isinstance(data, Mapping):
+        raise SnapshotError(f"{where or 'snapshot'}: expected a JSON object, got {type(data).__name__}")
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    prefix = f"{where}." if where else ""
+    extra = sorted(set(data) - set(names))
+    if extra:
+        raise SnapshotError(f"{prefix}{extra[0]}: unknown field (allowed: {', '.join(names)})")
+    for f in fields(cls):  # type: ignore[arg-type]
+        if f.name not in data and f.default is MISSING and f.default_factory is MISSING:
+            raise SnapshotError(f"{prefix}{f.name}: missing field")
+    try:
+        return cls(**{**data, **converted})
+    except SnapshotError as exc:
+        raise SnapshotError(f"{prefix}{exc}") from None
+    except TypeError as exc:
+        raise SnapshotError(f"{where or 'snapshot'}: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class PlannerParams:
+    """The constants of the value triple, carried in the snapshot so a plan can be replayed exactly."""
+
+    half_life_s: float = 10.0  # h: cache credit halves every h seconds after it was observed
+    horizon_s: float = 1.0  # H: readiness horizon the producer used to compute `ready` (informational)
+    quantum_tokens: int = 256  # Δ: costs round up, capacities round down, to multiples of Δ
+    reserve_tokens: int = 512  # added to a session's context tokens to form its admission cost w_i
+
+    def __post_init__(self) -> None:
+        if _number(self.half_life_s, "half_life_s") <= 0:
+            raise SnapshotError(f"half_life_s: must be > 0, got {self.half_life_s!r}")
+        _number(self.horizon_s, "horizon_s")
+        _integer(self.quantum_tokens, "quantum_tokens", minimum=1)
+        _integer(self.reserve_tokens, "reserve_tokens")
+
+    @classmethod
+    def from_config(cls, config: PlannerConfig) -> PlannerParams:
+        return cls(config.half_life_s, config.horizon_s, config.quantum_tokens, config.reserve_tokens)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "params") -> PlannerParams:
+        return _build(cls, data, where)
+
+    def to_json(self) -> dict[str, Any]:
+        return _plain(self)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """One replica (or data-parallel rank) as the planner sees it."""
+
+    id: str  # replica id, unique within the snapshot
+    capacity_tokens: int  # KV tokens the node can hold in total
+    used_tokens: int = 0  # reservations of the sessions holding this node (acting + reasoning)
+    running_requests: int = 0  # requests the engine is running now (request-level routers' load)
+    waiting_requests: int = 0  # requests queued inside the engine
+    kv_usage: float = 0.0  # engine-reported KV cache usage, 0..1
+    active_tokens: int = 0  # tokens of the running requests (prompt + generated so far)
+
+    def __post_init__(self) -> None:
+        _text(self.id, "id")
+        for name in ("capacity_tokens", "used_tokens", "running_requests", "waiting_requests",
+                     "active_tokens"):
+            _integer(getattr(self, name), name)
+        if not 0.0 <= _number(self.kv_usage, "kv_usage") <= 1.0:
+            raise SnapshotError(f"kv_usage: must be within 0..1, got {self.kv_usage!r}")
+
+    @property
+    def free_tokens(self) -> int:
+        """C_b: capacity left for new admissions (never negative, even when over-reserved)."""
+        return max(0, self.capacity_tokens - self.used_tokens)
+
+    @property
+    def load(self) -> int:
+        """Requests on the node, running or queued: the request-level routers' load measure."""
+        return self.running_requests + self.waiting_requests
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> NodeState:
+        return _build(cls, data, where)
+
+    def to_json(self) -> dict[str, Any]:
+        return _plain(self)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEntry:
+    """Evidence that a session's prefix is cached on a node."""
+
+    tokens: int  # k0: cached tokens observed (engine-reported cached_tokens, or an estimate)
+    observed_at: float  # when it was observed, in the snapshot's clock (seconds)
+
+    def __post_init__(self) -> None:
+        _integer(self.tokens, "tokens")
+        _number(self.observed_at, "observed_at", minimum=None)
+
+    def credit(self, now: float, half_life_s: float) -> int:
+        """k = round(k0 · 2^(−max(0, now − observed_at)/h)); half-way values round to even (Python round)."""
+        age = max(0.0, now - self.observed_at)
+        return int(round(self.tokens * 2.0 ** (-age / half_life_s)))
+
+
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    """One agent session: waiting for admission, or holding a node (acting / reasoning)."""
+
+    id: str  # session id, unique within the snapshot
+    tokens: int  # context tokens the session's next request carries
+    shared_tokens: int = 0  # tokens shared with other sessions (system prompt); t_i = tokens − shared
+    ready: int = 0  # r_i: 1 if the session's tool returned or is predicted to return within H
+    cache: Mapping[str, CacheEntry] = field(default_factory=dict)  # node id -> cached-prefix evidence
+    eligible: tuple[str, ...] | None = None  # nodes it may be placed on; None = every node
+    turn: int = 0  # LLM requests the session has made so far (1 = its first request is the next)
+    state: SessionState = "waiting"  # waiting for admission, acting (tool running, holds node), reasoning
+    node: str | None = None  # the node held, for acting / reasoning sessions
+    arrived_at: float = 0.0  # when it entered the waiting pool (or was admitted): FCFS order
+    has_request: bool = True  # its next LLM request has already arrived (False: admitted ahead of it)
+    prefix_group: str | None = None  # sessions sharing a prompt prefix (same task / system prompt)
+
+    def __post_init__(self) -> None:
+        _text(self.id, "id")
+        _integer(self.tokens, "tokens")
+        _integer(self.shared_tokens, "shared_tokens")
+        if self.shared_tokens > self.tokens:
+            raise SnapshotError(f"shared_tokens: {self.shared_tokens} exceeds tokens {self.tokens}")
+        if self.ready not in (0, 1) or isinstance(self.ready, bool):
+            raise SnapshotError(f"ready: must be 0 or 1, got {self.ready!r}")
+        _integer(self.turn, "turn")
+        if self.state not in SESSION_STATES:
+            raise SnapshotError(f"state: must be one of {', '.join(SESSION_STATES)}, got {self.state!r}")
+        if (self.node is None) == (self.state in HOLDING_STATES):
+            must = "must" if self.node is None else "must not"
+            raise SnapshotError(f"node: a {self.state} session {must} name a node")
+        _number(self.arrived_at, "arrived_at", minimum=None)
+        if not isinstance(self.has_request, bool):
+            raise SnapshotError(f"has_request: expected true or false, got {self.has_request!r}")
+        for name in ("node", "prefix_group"):
+            if getattr(self, name) is not None:
+                _text(getattr(self, name), name)
+        object.__setattr__(self, "cache", MappingProxyType(dict(self.cache)))
+        if self.eligible is not None:
+            object.__setattr__(self, "eligible", tuple(self.eligible))
+            for k, node_id in enumerate(self.eligible):
+                _text(node_id, f"eligible[{k}]")
+
+    @property
+    def footprint(self) -> int:
+        """t_i: tokens that are this session's own (total minus shared)."""
+        return self.tokens - self.shared_tokens
+
+    def cost(self, params: PlannerParams) -> int:
+        """w_i: tokens the session occupies once admitted."""
+        return self.tokens + params.reserve_tokens
+
+    def credit_on(self, node_id: str, now: float, params: PlannerParams) -> int:
+        entry = self.cache.get(node_id)
+        return 0 if entry is None else entry.credit(now, params.half_life_s)
+
+    def may_use(self, node_id: str) -> bool:
+        return self.eligible is None or node_id in self.eligible
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> SessionView:
+        cache = data.get("cache", {}) if isinstance(data, Mapping) else {}
+        if not isinstance(cache, Mapping):
+            raise SnapshotError(f"{where}.cache: expected an object of node id -> entry")
+        eligible = data.get("eligible") if isinstance(data, Mapping) else None
+        if eligible is not None:
+            eligible = tuple(_list(eligible, f"{where}.eligible"))
+        entries = {node: _build(CacheEntry, entry, f"{where}.cache.{node}") for node, entry in cache.items()}
+        return _build(cls, data, where, cache=entries, eligible=eligible)
+
+    def to_json(self) -> dict[str, Any]:
+        out = _plain(self)
+        out["cache"] = {node: _plain(entry) for node, entry in self.cache.items()}
+        if self.eligible is not None:
+            out["eligible"] = list(self.eligible)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A frozen view of the cluster at one restart decision: what every policy plans from."""
+
+    now: float  # the snapshot's clock (seconds); cache ages are measured against it
+    params: PlannerParams  # value-triple constants
+    nodes: tuple[NodeState, ...]  # replicas, in a stable order (ties between equal nodes go to the first)
+    sessions: tuple[SessionView, ...]  # waiting sessions and the ones holding a node
+
+    def __post_init__(self) -> None:
+        _number(self.now, "now", minimum=None)
+        object.__setattr__(self, "nodes", tuple(self.nodes))
+        object.__setattr__(self, "sessions", tuple(self.sessions))
+        node_ids = [n.id for n in self.nodes]
+        seen: set[str] = set()
+        for index, node_id in enumerate(node_ids):
+            if node_id in seen:
+                raise SnapshotError(f"nodes[{index}].id: duplicate node id {node_id!r}")
+            seen.add(node_id)
+        session_ids: set[str] = set()
+        for index, session in enumerate(self.sessions):
+            where = f"sessions[{index}]"
+            if session.id in session_ids:
+                raise SnapshotError(f"{where}.id: duplicate session id {session.id!r}")
+            session_ids.add(session.id)
+            for node_id in session.cache:
+                if node_id not in seen:
+                    raise SnapshotError(f"{where}.cache: unknown node {node_id!r}")
+            for node_id in session.eligible or ():
+                if node_id not in seen:
+                    raise SnapshotError(f"{where}.eligible: unknown node {node_id!r}")
+            if session.node is not None and session.node not in seen:
+                raise SnapshotError(f"{where}.node: unknown node {session.node!r}")
+
+    @property
+    def waiting(self) -> tuple[SessionView, ...]:
+        """Sessions in the waiting pool, in snapshot order."""
+        return tuple(s for s in self.sessions if s.state == "waiting")
+
+    def holding(self, node_id: str | None = None) -> tuple[SessionView, ...]:
+        """Sessions holding a node (acting or reasoning), optionally only those on `node_id`."""
+        return tuple(s for s in self.sessions if s.node is not None and node_id in (None, s.node))
+
+    def node(self, node_id: str) -> NodeState:  # KeyError if there is none
+        return {n.id: n for n in self.nodes}[node_id]
+
+    def session(self, session_id: str) -> SessionView:  # KeyError if there is none
+        return {s.id: s for s in self.sessions}[session_id]
+
+    def value(self, session: SessionView, node_id: str) -> tuple[int, int, int]:
+        """v_{i,b} = (k_{i,b}, r_i, t_i)."""
+        return (session.credit_on(node_id, self.now, self.params), session.ready, session.footprint)
+
+    @classmethod
+    def from_json(cls, data: Any) -> Snapshot:
+        if isinstance(data, Mapping):
+            data = {"params": {}, **data}  # params may be left out: the paper's defaults
+            nodes = _list(data.get("nodes", []), "nodes")
+            sessions = _list(data.get("sessions", []), "sessions")
+            return _build(
+                cls, data, "",
+                params=PlannerParams.from_json(data.get("params", {})),
+                nodes=tuple(NodeState.from_json(item, f"nodes[{k}]") for k, item in enumerate(nodes)),
+                sessions=tuple(SessionView.from_json(item, f"sessions[{k}]")
+                               for k, item in enumerate(sessions)),
+            )
+        return _build(cls, data, "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"now": self.now, "params": self.params.to_json(), "nodes": [n.to_json() for n in self.nodes],
+                "sessions": [s.to_json() for s in self.sessions]}
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """Admit one waiting session onto one node."""
+
+    session: str  # session id
+    node: str  # node id
+    value: tuple[int, int, int]  # (k, r, t) of this pair at the snapshot's time
+
+    def __post_init__(self) -> None:
+        _text(self.session, "session"), _text(self.node, "node")
+        object.__setattr__(self, "value", _int_tuple(self.value, 3, "value"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session": self.session, "node": self.node, "value": list(self.value)}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Assignment:
+        value = _list(data.get("value"), f"{where}.value") if isinstance(data, Mapping) else None
+        return _build(cls, data, where, value=tuple(value or ()))
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A policy's decision for one snapshot; the caller applies it (vLLM v1 SchedulerOutput style)."""
+
+    policy: str  # name of the policy that made it
+    solver: str  # "dp" (exact), "bfd" (best-fit-decreasing), or the baseline's rule name
+    objective: tuple[int, int, int, int]  # (K, R, T, N) summed over the assignments
+    assignments: tuple[Assignment, ...] = ()  # admissions, in the order they should be applied
+    interrupts: tuple[str, ...] = ()  # acting sessions to release first, in order
+    solve_ms: float = 0.0  # wall time the policy took
+    states: int = 0  # DP states created (0 when no DP ran)
+    fallback: bool = False  # True when the exact DP hit its state budget and BFD answered instead
+
+    def __post_init__(self) -> None:
+        _text(self.policy, "policy")
+        _text(self.solver, "solver")
+        object.__setattr__(self, "objective", _int_tuple(self.objective, 4, "objective"))
+        object.__setattr__(self, "assignments", tuple(self.assignments))
+        object.__setattr__(self, "interrupts", tuple(_text(v, "interrupts") for v in self.interrupts))
+        _number(self.solve_ms, "solve_ms")
+        _integer(self.states, "states")
+        if not isinstance(self.fallback, bool):
+            raise SnapshotError(f"fallback: expected true or false, got {self.fallback!r}")
+
+    @classmethod
+    def make_empty(cls, policy: str, solver: str = "none") -> Plan:
+        return cls(policy=policy, solver=solver, objective=(0, 0, 0, 0))
+
+    @property
+    def admitted(self) -> dict[str, str]:
+        """session id -> node id."""
+        return {a.session: a.node for a in self.assignments}
+
+    def to_json(self) -> dict[str, Any]:
+        out = _plain(self)
+        out.update(objective=list(self.objective), assignments=[a.to_json() for a in self.assignments],
+                   interrupts=list(self.interrupts), solve_ms=round(self.solve_ms, 4))
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> Plan:
+        if not isinstance(data, Mapping):
+            return _build(cls, data, "plan")
+        items = _list(data.get("assignments", []), "assignments")
+        return _build(
+            cls, data, "",
+            objective=tuple(_list(data.get("objective"), "objective")),
+            assignments=tuple(Assignment.from_json(item, f"assignments[{k}]")
+                              for k, item in enumerate(items)),
+            interrupts=tuple(_list(data.get("interrupts", []), "interrupts")),
+        )
+
+
+def objective_of(assignments: Sequence[Assignment]) -> tuple[int, int, int, int]:
+    """(K, R, T, N) of a list of assignments."""
+    k, r, t = (sum(a.value[x] for a in assignments) for x in range(3))
+    return (k, r, t, len(assignments))

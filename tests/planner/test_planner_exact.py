@@ -1,0 +1,155 @@
+"""The planner against brute force: the lexicographic optimum on hundreds of random small instances."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tao_harness.planner.certificate import certified_placement, unique_best_credit_subset
+from tao_harness.planner.dp import BudgetExceeded, exact_dp
+from tao_harness.planner.problem import Packer, Problem, is_feasible
+from tao_harness.planner.reference import brute_force, milp_lexicographic, objective
+from tao_harness.planner.solve import solve
+
+
+def random_problem(
+    rng: random.Random, *, credit_nodes: int | None = None, eligibility: bool = True
+) -> Problem:
+    """≤ 8 sessions × ≤ 3 nodes; small sizes so capacity binds, small values so ties happen."""
+    n, m = rng.randint(0, 8), rng.randint(1, 3)
+    values = []
+    for _ in range(n):
+        r, t = rng.randint(0, 1), rng.randint(0, 6)
+        credited = rng.sample(range(m), min(m, rng.randint(0, 2) if credit_nodes is None else credit_nodes))
+        row = []
+        for b in range(m):
+            if eligibility and rng.random() < 0.15:
+                row.append(None)
+            else:
+                row.append((rng.randint(1, 5) if b in credited else 0, r, t))
+        values.append(tuple(row))
+    return Problem(
+        session_ids=tuple(f"s{i}" for i in range(n)), node_ids=tuple(f"r{b}" for b in range(m)),
+        size=tuple(rng.randint(0, 6) for _ in range(n)), room=tuple(rng.randint(0, 12) for _ in range(m)),
+        values=tuple(values),
+    )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_solve_matches_brute_force(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(120):
+        problem = random_problem(rng)
+        solution = solve(problem, state_budget=10**6)
+        assert is_feasible(problem, solution.placement)
+        assert not solution.fallback
+        assert objective(problem, dict(solution.placement)) == brute_force(problem), problem
+
+
+def test_dp_alone_matches_brute_force() -> None:
+    rng = random.Random(11)
+    for _ in range(150):
+        problem = random_problem(rng)
+        placement, states = exact_dp(problem, Packer.for_problem(problem), 10**6)
+        assert placement is not None and states >= 1
+        assert objective(problem, placement) == brute_force(problem), problem
+
+
+def test_certificate_is_right_whenever_it_claims_optimality() -> None:
+    rng = random.Random(7)
+    proven = 0
+    for _ in range(160):
+        problem = random_problem(rng, credit_nodes=rng.randint(0, 1), eligibility=False)
+        result = certified_placement(problem, Packer.for_problem(problem))
+        if result is None:  # only when some node's best credit subset is not unique
+            continue
+        placement, is_proven = result.placement, result.proven
+        assert is_feasible(problem, placement)
+        if is_proven:
+            proven += 1
+            assert objective(problem, placement) == brute_force(problem), problem
+        else:
+            assert objective(problem, placement) <= brute_force(problem)
+    assert proven > 100  # it should settle most small instances
+
+
+def test_residual_dp_after_an_unproven_certificate_is_exact() -> None:
+    """Tight rooms and credit on one node: the certificate fixes the K part, the DP finishes the rest."""
+    rng = random.Random(9)
+    residual_cases = 0
+    while residual_cases < 25:
+        n, m = rng.randint(4, 8), rng.randint(2, 3)
+        values = []
+        for _ in range(n):
+            r, t, home = rng.randint(0, 1), rng.randint(0, 5), rng.randint(-1, m - 1)
+            values.append(tuple((rng.randint(1, 40) if b == home else 0, r, t) for b in range(m)))
+        problem = Problem(tuple(f"s{i}" for i in range(n)), tuple(f"r{b}" for b in range(m)),
+                          tuple(rng.randint(1, 7) for _ in range(n)),
+                          tuple(rng.randint(2, 10) for _ in range(m)),
+                          tuple(values))
+        certificate = certified_placement(problem, Packer.for_problem(problem))
+        if certificate is None or certificate.proven:
+            continue
+        residual_cases += 1
+        solution = solve(problem, state_budget=10**6)
+        assert solution.solver == "dp" and is_feasible(problem, solution.placement)
+        assert objective(problem, dict(solution.placement)) == brute_force(problem), problem
+
+
+def test_unique_credit_subset_detects_ties() -> None:
+    size, credit = [3, 3, 3], [5, 5, 7]
+    assert sorted(unique_best_credit_subset([0, 1, 2], size, credit, 6) or []) == []  # {0,2} and {1,2} tie
+    assert unique_best_credit_subset([0, 1, 2], size, credit, 6) is None
+    assert sorted(unique_best_credit_subset([0, 2], size, credit, 6) or []) == [0, 2]
+    assert unique_best_credit_subset([0, 1], [4, 3], [5, 6], 5) == [1]
+
+
+def test_budget_exhaustion_falls_back_to_a_feasible_plan() -> None:
+    rng = random.Random(3)
+    problem = Problem(
+        session_ids=tuple(f"s{i}" for i in range(14)), node_ids=("a", "b", "c"),
+        size=tuple(rng.randint(3, 9) for _ in range(14)), room=(17, 19, 23),
+        values=tuple(tuple((rng.randint(0, 3), rng.randint(0, 1), rng.randint(0, 9)) for _ in range(3))
+                     for _ in range(14)),
+    )
+    with pytest.raises(BudgetExceeded):
+        exact_dp(problem, Packer.for_problem(problem), budget=50)
+    solution = solve(problem, state_budget=50)
+    assert solution.fallback and solution.solver in ("bfd", "split") and solution.states >= 50
+    assert is_feasible(problem, solution.placement)
+    exact = solve(problem, state_budget=10**6)
+    assert not exact.fallback
+    assert objective(problem, dict(exact.placement)) >= objective(problem, dict(solution.placement))
+
+
+def test_milp_reference_agrees_with_brute_force() -> None:
+    rng = random.Random(5)
+    for _ in range(4):
+        problem = random_problem(rng)
+        assert milp_lexicographic(problem) == brute_force(problem)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 1), st.integers(0, 10**6)),
+                min_size=1, max_size=12),
+       st.data())
+def test_packing_orders_sums_lexicographically(
+    values: list[tuple[int, int, int]], data: st.DataObject
+) -> None:
+    problem = Problem(tuple(f"s{i}" for i in range(len(values))), ("a",), tuple(1 for _ in values),
+                      (len(values),),
+                      tuple((v,) for v in values))
+    packer = Packer.for_problem(problem)
+    left = data.draw(st.lists(st.sampled_from(range(len(values))), unique=True))
+    right = data.draw(st.lists(st.sampled_from(range(len(values))), unique=True))
+
+    def triple_sum(chosen: list[int]) -> tuple[int, int, int, int]:
+        return (sum(values[i][0] for i in chosen), sum(values[i][1] for i in chosen),
+                sum(values[i][2] for i in chosen), len(chosen))
+
+    packed_left, packed_right = (sum(packer.pack(values[i]) for i in side) for side in (left, right))
+    assert packer.unpack(packed_left) == triple_sum(left)
+    assert (packed_left < packed_right) == (triple_sum(left) < triple_sum(right))
