@@ -1,0 +1,141 @@
+"""Forms one engine step's batch the way vLLM V1's scheduler does (`vllm/v1/core/sched/scheduler.py`).
+
+Invariant: every request in `running` holds blocks for all its computed tokens; `waiting` requests hold
+none. A step first serves running requests in order (a decode needs one token, a partly prefilled
+prompt its next chunk) from one token budget; a running request that cannot get blocks preempts the
+newest running request (recompute: blocks freed, hashes kept, back to the front of `waiting`), possibly
+itself. Only a step without preemptions admits waiting requests, in FCFS order: the head takes its
+cache hits (capped at n−1 tokens) and blocks for its first chunk, or waits, and everyone behind it too.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tao_harness.engine.api import EngineConfig
+from tao_harness.engine.block_pool import BlockPool
+from tao_harness.engine.hashing import extend_block_hashes
+from tao_harness.engine.request_state import RequestState
+
+
+@dataclass
+class Batch:
+    """One scheduling decision."""
+
+    scheduled: list[tuple[RequestState, int]] = field(default_factory=list)
+    """(request, tokens it computes this step), in batch order."""
+    preempted: list[RequestState] = field(default_factory=list)
+    """Requests preempted while forming the batch, newest first."""
+    admitted_any: bool = False
+    """Whether a waiting request joined the batch (the batch composition changed)."""
+
+
+class Scheduler:
+    """Owns the running list and the waiting queue; allocates through the shared block pool."""
+
+    def __init__(
+        self, config: EngineConfig, pool: BlockPool, on_admit: Callable[[RequestState], None]
+    ) -> None:
+        self.config = config
+        self.block_size = config.block_size
+        self.pool = pool
+        self.running: list[RequestState] = []
+        self.waiting: deque[RequestState] = deque()
+        self.prefix_queries = 0
+        self.prefix_hits = 0
+        self.num_preemptions = 0
+        self._on_admit = on_admit  # called once an admitted request holds its hits (e.g. to drop a pin)
+
+    def schedule(self) -> Batch:
+        budget = self.config.max_num_batched_tokens
+        batch = Batch()
+        index = 0
+        while index < len(self.running) and budget > 0:
+            state = self.running[index]
+            num_new = min(len(state.tokens) - state.num_computed, budget)
+            while not self.grow(state, num_new):
+                victim = self.running.pop()  # the newest request, possibly `state` itself
+                self._preempt(victim)
+                batch.preempted.append(victim)
+                if victim is state:
+                    break
+            else:
+                self.cache_blocks(state, state.num_computed, state.num_computed + num_new)
+                batch.scheduled.append((state, num_new))
+                budget -= num_new
+                index += 1
+        if batch.preempted:
+            return batch
+        while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
+            num_new = self._admit(self.waiting[0], budget)
+            if num_new == 0:
+                break
+            state = self.waiting.popleft()
+            self.cache_blocks(state, state.num_computed, state.num_computed + num_new)
+            self.running.append(state)
+            batch.scheduled.append((state, num_new))
+            batch.admitted_any = True
+            budget -= num_new
+        return batch
+
+    def grow(self, state: RequestState, num_new: int) -> bool:
+        """Allocate blocks so `num_new` more tokens can be computed; False when the pool is short."""
+        missing = -(-(state.num_computed + num_new) // self.block_size) - len(state.blocks)
+        if missing <= 0:
+            return True
+        if missing > self.pool.num_free:
+            return False
+        state.blocks.extend(self.pool.allocate(missing))
+        return True
+
+    def cache_blocks(self, state: RequestState, start_token: int, end_token: int) -> None:
+        """Publish the full blocks among tokens [start_token, end_token) as prefix-cache entries.
+
+        Called when a chunk is scheduled, as vLLM's allocate_slots does, so a request admitted later in
+        the same step already hits the blocks this step computes.
+        """
+        first, end = start_token // self.block_size, end_token // self.block_size
+        if end > first and self.config.enable_prefix_caching:
+            extend_block_hashes(state.tokens, self.block_size, state.block_hashes)
+            self.pool.cache_blocks(state.blocks, state.block_hashes, first, end)
+
+    def remove(self, state: RequestState) -> None:
+        """Forget an aborted request and free its blocks."""
+        if state in self.running:
+            self.running.remove(state)
+        else:
+            self.waiting.remove(state)
+        self.pool.free(state.blocks)
+        state.blocks = []
+
+    def _preempt(self, state: RequestState) -> None:
+        self.pool.free(state.blocks)
+        state.blocks = []
+        state.num_computed = 0
+        self.waiting.appendleft(state)
+        self.num_preemptions += 1
+
+    def _admit(self, state: RequestState, budget: int) -> int:
+        """Take cache hits and blocks for a waiting request's first chunk; tokens scheduled, 0 if it waits."""
+        hits: list[int] = []
+        if self.config.enable_prefix_caching:
+            extend_block_hashes(state.tokens, self.block_size, state.block_hashes)
+            hits = self.pool.lookup(state.block_hashes, (len(state.tokens) - 1) // self.block_size)
+        num_computed = len(hits) * self.block_size
+        num_new = min(len(state.tokens) - num_computed, budget)
+        missing = -(-(num_computed + num_new) // self.block_size) - len(hits)
+        if missing > self.pool.num_free - self.pool.count_free(hits):
+            return 0
+        self.pool.touch(hits)
+        state.blocks = hits + self.pool.allocate(missing)
+        state.num_computed = num_computed
+        if state.num_cached < 0:
+            state.num_cached = num_computed
+        if self.config.enable_prefix_caching:
+            # Counted per admission (vLLM also counts lookups of requests that then keep waiting).
+            self.prefix_queries += len(state.tokens)
+            self.prefix_hits += num_computed
+        self._on_admit(state)
+        return num_new
