@@ -45,7 +45,8 @@ def build_coordinator(config: TaoConfig, policy_name: str = "tao", *, use_store:
     state = ClusterState(
         [(spec.id, spec.capacity_tokens or 0) for spec in config.cluster.replicas],
         HistoryPredictor(history, config.readiness),
-        planner=config.planner, readiness=config.readiness, admission_control=policy.admission_control,
+        planner=config.planner, readiness=config.readiness, sessions=config.sessions,
+        admission_control=policy.admission_control,
     )
     return Coordinator(config, policy, registry, state, writer, clock=clock, tick_s=tick_s, time_scale=time_scale)
 

@@ -290,7 +290,7 @@ class Coordinator:
         if self.state.expire_admissions(now):
             log.info("gave back admissions whose requests did not come in time")
         self.state.refresh_predictions(now)
-        if self.state.pool_size() == 0:
+        if not self.state.needs_plan():
             return None
         snapshot = self.state.snapshot(now)
         signatures = self.state.signatures()

@@ -1,0 +1,67 @@
+"""How the state machine's private records look to a policy: `NodeState` and `SessionView` builders."""
+
+from __future__ import annotations
+
+from collections.abc import Set
+
+from tao_harness.config import ReadinessConfig
+from tao_harness.coordinator.records import HOLDING_PHASES, NodeLoad, Phase, Session
+from tao_harness.readiness.state import consume_probe, readiness
+from tao_harness.types import NodeState, SessionView
+
+
+def node_state(node_id: str, capacity: int, used: int, load: NodeLoad) -> NodeState:
+    return NodeState(
+        id=node_id,
+        capacity_tokens=capacity,
+        used_tokens=used,
+        running_requests=load.running_requests,
+        waiting_requests=load.waiting_requests,
+        kv_usage=min(1.0, max(0.0, load.kv_usage)),
+        active_tokens=load.active_tokens,
+    )
+
+
+def session_ready(session: Session, now: float, config: ReadinessConfig) -> int:
+    """r_i: 1 with its request here or its tools done; else every open call must be ready.
+
+    Spends the overdue probe of each open call that offered it (the snapshot is that planning round).
+    """
+    if session.phase in (Phase.WAITING, Phase.REASONING):
+        return 1
+    if not session.calls:
+        return 1 if session.tool_done_at is not None else 0
+    ready = min(readiness(call.execution, now, config) for call in session.calls.values())
+    for call in session.calls.values():
+        call.execution = consume_probe(call.execution, now, config)
+    return ready
+
+
+def session_view(session: Session, now: float, config: ReadinessConfig, down: Set[str]) -> SessionView:
+    """The policy's view of one pool or holding session; evidence about down nodes is left out.
+
+    Views are immutable and validated on construction, so the last one is reused while nothing it was
+    built from has changed (most sessions in a snapshot did not change since the previous one).
+    """
+    ready = session_ready(session, now, config)
+    key = (ready, session.phase, session.node, session.tokens, session.turn, session.pool_since,
+           session.cache_stamp, tuple(sorted(down)) if down else ())
+    if session.view_memo is not None and session.view_memo[0] == key:
+        return session.view_memo[1]
+    holding = session.phase in HOLDING_PHASES
+    cache = {n: e for n, e in session.cache.items() if n not in down} if down else session.cache
+    view = SessionView(
+        id=session.id,
+        tokens=session.tokens,
+        shared_tokens=min(session.shared_tokens, session.tokens),
+        ready=ready,
+        cache=cache,
+        turn=session.turn,
+        state=("reasoning" if session.phase is Phase.REASONING else "acting") if holding else "waiting",
+        node=session.node if holding else None,
+        arrived_at=session.pool_since,
+        has_request=session.phase is not Phase.INTERRUPTED,
+        prefix_group=session.prefix_group,
+    )
+    session.view_memo = (key, view)
+    return view

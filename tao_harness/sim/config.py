@@ -1,0 +1,70 @@
+"""`SimConfig`: everything one simulation run depends on (with the trace, it fixes the result)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tao_harness.config import PlannerConfig, ReadinessConfig, SessionsConfig
+
+
+class SimConfig(BaseModel):
+    """One simulated run: policy, cluster shape, engine profile and the simulator's own knobs."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    policy: str
+    """Registered policy name (`tao_harness.policies.registry.policy_names()`)."""
+
+    replicas: int = Field(ge=1)
+    """Engine replicas (vLLM servers or data-parallel ranks), each an `EngineCore` in virtual time."""
+
+    workers: int = Field(ge=1)
+    """Closed loop: at most this many sessions in progress; a finished session lets the next one start."""
+
+    profile: str = "qwen3-32b-2xh100"
+    """Engine step-time profile (`tao_harness.engine.profiles`)."""
+
+    seed: int = 0
+    """Seeds the synthetic token ids; with the trace and the other fields it fixes the result."""
+
+    oracle_readiness: bool = False
+    """Ablation: the readiness estimator is told each tool's true duration instead of predicting it."""
+
+    num_gpu_blocks: int | None = Field(None, ge=1)
+    """KV blocks per replica; None takes the profile's default."""
+
+    tick_s: float = Field(1.0, gt=0)
+    """Period of the housekeeping tick: refresh predictions, give back stale admissions, plan."""
+
+    max_macro_step_s: float | None = Field(None, gt=0)
+    """Longest stretch of identical decode steps merged into one event; None = up to the next event
+    (exact: nothing can join the batch before it). A cap only trades speed for finer timeline points."""
+
+    targeted_wakeups: bool = True
+    """Speed: a held session's tool end and a replica's non-finishing step only cut that replica's
+    macro-steps (False: every event cuts every replica's, the exact reference)."""
+
+    pinning: bool | None = None
+    """Continuum-style KV pinning after a tool-call reply; None = on exactly for the `continuum` policy."""
+
+    pin_ttl_s: float = Field(2.0, gt=0)
+    """Pin length; Continuum's released code pins for a fixed 2 s ..."""
+
+    pin_max_mean_s: float = Field(2.0, gt=0)
+    """... and only when the tool family's mean duration (learned online) is at most this."""
+
+    max_turn_output_tokens: int = Field(32_768, ge=1)
+    """Cap on one turn's reply (the engine's `max_tokens`)."""
+
+    planner: PlannerConfig = PlannerConfig()
+    """Value-triple and DP constants handed to the policy."""
+
+    readiness: ReadinessConfig = ReadinessConfig()
+    """Readiness estimator constants."""
+
+    sessions: SessionsConfig = SessionsConfig()
+    """Session state machine constants (admission give-back bound)."""
+
+    @property
+    def pinning_enabled(self) -> bool:
+        return self.policy == "continuum" if self.pinning is None else self.pinning

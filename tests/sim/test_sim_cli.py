@@ -1,0 +1,78 @@
+"""`tao sim` from the command line: table, JSON with the issue's keys, one-line errors with exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tao_harness.cli.main import main
+from tao_harness.sim.trace import write_trace
+from tao_harness.sim.workloads import generate
+
+ISSUE_KEYS = {
+    "mean_latency_s", "mean_ttft_s", "decode_tok_s", "prefix_hit_rate", "makespan_s",
+    "mean_tool_end_to_first_token_s", "mean_pause_wait_s", "admissions", "interrupts", "solve_ms_p50",
+    "solve_ms_p95", "fallback_rate", "discard_rate",
+}
+
+
+@pytest.fixture
+def trace_file(tmp_path: Path) -> Path:
+    path = tmp_path / "trace.jsonl"
+    write_trace(generate("automation", 3, seed=7), path)
+    return path
+
+
+def test_json_output_has_every_metric_key(trace_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sim", "--trace", str(trace_file), "--policy", "tao", "--replicas", "2", "--workers", "2",
+                 "--seed", "3", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert ISSUE_KEYS <= set(out["metrics"])
+    assert out["metrics"]["admissions"] >= 3 and out["config"]["policy"] == "tao"
+    assert out["config"]["seed"] == 3 and out["events"] > 0
+
+
+def test_table_output_names_the_run(trace_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "--trace", str(trace_file), "--policy", "vllm-ca", "--replicas", "1",
+                 "--workers", "3"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("vllm-ca: 3 sessions, 3 workers, 1 replicas")
+    assert "prefix_hit_rate" in out and "mean_tool_end_to_first_token_s" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--policy", "nope", "--replicas", "1", "--workers", "1"], "unknown policy 'nope'"),
+        (["--policy", "tao", "--replicas", "0", "--workers", "1"], "--replicas: Input should be greater"),
+        (["--policy", "tao", "--replicas", "1", "--workers", "1", "--profile", "h200"], "profile"),
+        (["--policy", "tao", "--replicas", "1", "--workers", "1", "--num-gpu-blocks", "50"], "grows to"),
+    ],
+)
+def test_bad_options_exit_2_with_one_line(trace_file: Path, argv: list[str], message: str,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "--trace", str(trace_file), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_malformed_trace_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"session": "a", "turns": [{"input_tokens": 10, "output_tokens": 5}]}\n{"session": 3}\n')
+    assert main(["sim", "--trace", str(bad), "--policy", "tao", "--replicas", "1", "--workers", "1"]) == 2
+    assert "line 2" in capsys.readouterr().err
+    assert main(["sim", "--trace", str(tmp_path / "missing.jsonl"), "--policy", "tao", "--replicas", "1",
+                 "--workers", "1"]) == 2
+
+
+def test_help_explains_every_option() -> None:
+    proc = subprocess.run([sys.executable, "-m", "tao_harness.cli.main", "sim", "--help"],
+                          capture_output=True, text=True, check=True)
+    for option in ("--trace", "--policy", "--replicas", "--workers", "--profile", "--seed", "--json",
+                   "--oracle-readiness", "--num-gpu-blocks"):
+        assert option in proc.stdout
