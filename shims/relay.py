@@ -1,0 +1,145 @@
+"""The local event relay: the loopback endpoint shims post to, answering at once.
+
+Served by `tao-run` on 127.0.0.1 (port 0). It speaks the coordinator's own API for the shims that build
+events themselves (the OpenCode plugin, the mini-SWE-agent launcher), plus Claude Code's hook bodies:
+
+    POST /v1/events                 one event or {"events": [...]}  -> 200 {"accepted": n} | 400
+    POST /v1/sessions               {"session", "harness", "labels", "started_at", "harness_session_id"}
+    POST /v1/sessions/{id}/end
+    POST /hooks/claude-code         a Claude Code hook input -> 200 {} (always: never disturb the agent)
+    GET  /healthz
+
+Accepted records go to a `Forwarder`, which delivers them in the background or spools them; a shim
+never waits for the coordinator.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+from urllib.parse import quote
+
+from aiohttp import web
+
+from tao_harness.events import EventError, event_from_json, event_to_json
+from tao_harness.shims.claude_code.hooks import CLAUDE_HOOK_PATH, ClaudeHookTranslator
+from tao_harness.shims.forwarder import Forwarder
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    session: str
+    harness: str
+    labels: dict[str, str]
+    started_at: float
+    harness_session_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session": self.session, "harness": self.harness, "labels": dict(self.labels),
+                "started_at": self.started_at, "harness_session_id": self.harness_session_id}
+
+
+def session_end_path(session: str) -> str:
+    return f"/v1/sessions/{quote(session, safe='')}/end"
+
+
+@dataclass
+class RelayState:
+    forwarder: Forwarder
+    # The run's own session: Claude Code hook events are attributed to it.
+    session: SessionInfo
+    claude: ClaudeHookTranslator
+    clock: Callable[[], float] = time.time
+    events_accepted: int = 0
+
+
+RELAY = web.AppKey("relay_state", RelayState)
+
+
+def _bad_request(message: str) -> web.Response:
+    return web.json_response({"error": {"message": message}}, status=400)
+
+
+async def _json_body(request: web.Request) -> Any:
+    try:
+        return await request.json()
+    except ValueError:
+        raise web.HTTPBadRequest(text='{"error": {"message": "body: not valid JSON"}}',
+                                 content_type="application/json") from None
+
+
+async def post_events(request: web.Request) -> web.Response:
+    state = request.app[RELAY]
+    data = await _json_body(request)
+    batch = isinstance(data, dict) and "events" in data
+    items = data["events"] if batch else [data]
+    if not isinstance(items, list):
+        return _bad_request("events: expected a list")
+    events = []
+    for index, item in enumerate(items):
+        try:
+            events.append(event_from_json(item))
+        except EventError as exc:
+            return _bad_request(f"events[{index}].{exc}" if batch else str(exc))
+    for event in events:
+        state.forwarder.submit("/v1/events", event_to_json(event))
+    state.events_accepted += len(events)
+    return web.json_response({"accepted": len(events)})
+
+
+async def post_session(request: web.Request) -> web.Response:
+    data = await _json_body(request)
+    if not isinstance(data, dict) or not isinstance(data.get("session"), str) or not data["session"]:
+        return _bad_request("session: expected a non-empty string")
+    labels = data.get("labels") or {}
+    if not isinstance(labels, dict):
+        return _bad_request("labels: expected an object")
+    request.app[RELAY].forwarder.submit("/v1/sessions", data)
+    return web.json_response({"status": "ok"})
+
+
+async def end_session(request: web.Request) -> web.Response:
+    request.app[RELAY].forwarder.submit(session_end_path(request.match_info["session"]), {})
+    return web.json_response({"status": "ok"})
+
+
+async def claude_hook(request: web.Request) -> web.Response:
+    state = request.app[RELAY]
+    try:
+        body = await request.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        log.warning("ignored a Claude Code hook request without a JSON object body")
+        return web.json_response({})
+    outcome = state.claude.translate(body, state.clock())
+    for event in outcome.events:
+        state.forwarder.submit("/v1/events", event_to_json(event))
+    state.events_accepted += len(outcome.events)
+    known = state.session.harness_session_id
+    if outcome.harness_session_id and known != outcome.harness_session_id:
+        # Join the harness's id to ours: the registration is sent again with it (an upsert).
+        state.session = SessionInfo(state.session.session, state.session.harness, state.session.labels,
+                                    state.session.started_at, outcome.harness_session_id)
+        state.forwarder.submit("/v1/sessions", state.session.to_json())
+    # An empty JSON object: "no decision", so the hook never changes what Claude Code does.
+    return web.json_response({})
+
+
+async def healthz(_: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+def build_relay_app(state: RelayState) -> web.Application:
+    app = web.Application(client_max_size=16 * 1024 * 1024)
+    app[RELAY] = state
+    app.router.add_post("/v1/events", post_events)
+    app.router.add_post("/v1/sessions", post_session)
+    app.router.add_post("/v1/sessions/{session}/end", end_session)
+    app.router.add_post(CLAUDE_HOOK_PATH, claude_hook)
+    app.router.add_get("/healthz", healthz)
+    return app
