@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--peers-venv", type=Path, help="virtualenv holding vllm-router")
     parser.add_argument("-o", "--out", type=Path, default=Path("out/bench-live"), help="output directory")
     parser.add_argument("--json", action="store_true", help="print every run's metrics as JSON")
+    parser.add_argument("--faults", nargs="?", const="full", choices=("full", "ci"),
+                        help="run the fault campaign instead (tao router only): 'full' (default; 160-session soak "
+                             "over 10 emulated minutes) or 'ci' (small); writes OUT/faults.md and faults.json")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,6 +41,10 @@ def run(args: argparse.Namespace) -> int:
     from tao_harness.sim.trace import TraceError, read_trace
     from tao_harness.sim.workloads import WorkloadError, generate
 
+    if args.faults:
+        from tao_harness.fleet.faults import run_and_report
+
+        return run_and_report(args.faults, args.out, args.json, args.seed)
     routers = tuple(r.strip() for r in args.router.split(",") if r.strip())
     unknown = [r for r in routers if r not in ROUTERS]
     if unknown or not routers:

@@ -91,7 +91,10 @@ async def handle(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     started = time.time()
     clock0 = time.monotonic()
-    raw = await request.read()
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge as exc:  # aiohttp's own answer would be text/plain
+        return _error(413, exc.text or "request body too large")
     body: Any = None
     if raw:
         try:
@@ -119,7 +122,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
                 data=raw or None, headers=_forward_headers(request, admission.headers, request_id),
                 auto_decompress=False, timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
             )
-        except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, asyncio.TimeoutError) as exc:
+        # ClientOSError covers refused connects and a reset before the headers (replica killed mid-request).
+        except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError, asyncio.TimeoutError) as exc:
             log.warning("replica %s refused %s: %s", admission.replica, request_id, exc)
             await report.send("connect_error", None, None)
             exclude += (admission.replica,)
@@ -186,6 +190,8 @@ async def _pass_through(request: web.Request, upstream: aiohttp.ClientResponse, 
         # The replica failed mid-response; bytes already reached the client, so no retry is possible.
         log.warning("replica %s failed during %s: %s", report.admission.replica, report.request_id, exc)
         status = "error"
+        await _fail_visibly(request, response, api, streaming, f"replica {report.admission.replica} failed "
+                            "mid-response; send the request again")
         return response
     finally:
         if api is not None:
@@ -193,6 +199,24 @@ async def _pass_through(request: web.Request, upstream: aiohttp.ClientResponse, 
             await asyncio.shield(report.send(status, upstream.status, tracker))
         elif status == "ok":
             report.state.router.remember(report.session, report.admission.replica)
+
+
+async def _fail_visibly(request: web.Request, response: web.StreamResponse, api: ApiKind | None,
+                        streaming: bool, message: str) -> None:
+    """End a cut-off answer so the client sees an error, never a reply that merely stops early."""
+    try:
+        if streaming and api is not None:  # an in-band error event, as vLLM and Anthropic send
+            if api == "anthropic":
+                event = {"type": "error", "error": {"type": "api_error", "message": message}}
+                await response.write(f"event: error\ndata: {json.dumps(event)}\n\n".encode())
+            else:
+                event = {"error": {"message": message, "type": "proxy_error", "code": 502}}
+                await response.write(f"data: {json.dumps(event)}\n\n".encode())
+            await response.write_eof()
+        elif request.transport is not None:
+            request.transport.close()  # the body is incomplete: the client gets a payload error
+    except (ConnectionResetError, aiohttp.ClientConnectionResetError):
+        pass
 
 
 def build_app(config: ProxyConfig, replicas: tuple[ReplicaSpec, ...], token: str | None = None) -> web.Application:
