@@ -136,6 +136,14 @@ async def events(request: web.Request) -> web.Response:
             coordinator.tool_event(event)
         except SessionStateError as exc:
             log.warning("tool event for %s not applied: %s", event.session, exc)
+    if coordinator.writer is not None:
+        # Acknowledge only what is stored: a shim drops an event once accepted, so a crash after the
+        # answer must not lose it. The relay is off the agent's path, so this wait costs agents nothing.
+        try:
+            await coordinator.writer.aflush()
+        except Exception as exc:  # the shim keeps the events and resends them (store upserts by call id)
+            log.warning("store flush failed, events not acknowledged: %s", exc)
+            return _error(503, f"history store unavailable: {exc}")
     return web.json_response({"accepted": len(parsed)})
 
 
