@@ -13,6 +13,7 @@ from typing import Any, Callable
 from sqlalchemy.exc import SQLAlchemyError
 
 from tao_harness.cli import history_commands as commands
+from tao_harness.cli import history_spool
 from tao_harness.cli.common import UsageError
 from tao_harness.store.transfer import FORMATS
 
@@ -85,6 +86,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         json_flag=False,
     )
     imp.add_argument("file", type=Path, help="export file, or - for standard input")
+    spool_import = sub("import-spool", "write spooled shim events straight into the history (no coordinator)",
+                       history_spool.cmd_import_spool)
+    history_spool.add_arguments(spool_import)
     plot = sub("plot", "duration histogram and CDF per family (PNG)", commands.cmd_plot, json_flag=False)
     plot.add_argument("--family", help="plot only this family")
     plot.add_argument(

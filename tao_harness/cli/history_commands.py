@@ -35,7 +35,7 @@ def _config(args: argparse.Namespace) -> TaoConfig:
         raise UsageError(str(exc)) from None
 
 
-def _open(args: argparse.Namespace, *, create: bool = False) -> tuple[Store, TaoConfig]:
+def open_history(args: argparse.Namespace, *, create: bool = False) -> tuple[Store, TaoConfig]:
     config = _config(args)
     try:
         return open_store(config.store.url, create=create), config
@@ -48,7 +48,7 @@ def _history(store: Store, config: TaoConfig) -> DurationHistory:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    store, config = _open(args)
+    store, config = open_history(args)
     with store:
         history = _history(store, config)
     stats = [history.stats(family) for family in history.families()]
@@ -65,7 +65,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 def cmd_calls(args: argparse.Namespace) -> int:
     since = parse_since(args.since, time.time()) if args.since else None
-    store, _ = _open(args)
+    store, _ = open_history(args)
     with store:
         calls = queries.recent_calls(
             store, session=args.session, family=args.family, since=since, limit=args.limit
@@ -112,7 +112,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     command = args.command
     if command is None and tool_args is not None and isinstance(tool_args.get("command"), str):
         command = tool_args["command"]
-    store, config = _open(args)
+    store, config = open_history(args)
     with store:
         history = _history(store, config)
     family = family_key(args.tool, command)
@@ -139,7 +139,7 @@ def _seconds(value: float | None) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    store, _ = _open(args)
+    store, _ = open_history(args)
     with store:
         if args.output is None:
             transfer.WRITERS[args.format](queries.all_calls(store), sys.stdout)
@@ -162,7 +162,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         source = sys.stdin if str(args.file) == "-" else args.file.open(encoding="utf-8", newline="")
     except OSError as exc:
         raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
-    store, config = _open(args, create=True)
+    store, config = open_history(args, create=True)
     count = 0
     with store, source:
         try:
@@ -178,7 +178,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_plot(args: argparse.Namespace) -> int:
     from tao_harness.cli.history_plot import plot_durations
 
-    store, _ = _open(args)
+    store, _ = open_history(args)
     with store:
         samples = list(queries.family_durations(store, args.family))
     if not samples:
@@ -189,7 +189,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_accuracy(args: argparse.Namespace) -> int:
-    store, config = _open(args)
+    store, config = open_history(args)
     with store:
         report = replay_accuracy(queries.call_samples(store), config.readiness)
     if args.json:
@@ -203,7 +203,7 @@ def cmd_accuracy(args: argparse.Namespace) -> int:
 
 def cmd_prune(args: argparse.Namespace) -> int:
     age = parse_duration(args.older_than)
-    store, _ = _open(args)
+    store, _ = open_history(args)
     with store:
         result = queries.prune(store, time.time() - age)
     if args.json:

@@ -27,9 +27,8 @@ from tao_harness.events import ToolEnd, ToolEvent, ToolStart
 from tao_harness.policies.base import Policy
 from tao_harness.proxy.routing import pin_headers
 from tao_harness.proxy.usage import Usage
-from tao_harness.readiness.family import family_key
-from tao_harness.readiness.hints import parse_hints
-from tao_harness.store.records import LLMRequestRecord, PlanRecord, SessionRecord, ToolCallRecord
+from tao_harness.coordinator.recording import tool_call_record
+from tao_harness.store.records import LLMRequestRecord, PlanRecord, SessionRecord
 from tao_harness.store.writer import StoreWriter
 from tao_harness.types import Plan
 
@@ -232,13 +231,7 @@ class Coordinator:
                 self.state.on_tool_start(event.session, records.ToolStart(
                     call_id=event.call_id, name=event.tool_name, command=event.command, args=event.args,
                     env_timeout_s=event.env_timeout_s), event.at)
-            hints = parse_hints(event.tool_name, event.command, event.args, env_timeout_s=event.env_timeout_s)
-            self._submit(ToolCallRecord(
-                id=event.call_id, session_id=event.session, harness=event.harness, tool_name=event.tool_name,
-                family=family_key(event.tool_name, event.command), command=event.command,
-                args=dict(event.args) or None, hints=hints.to_json(), timeout_s=hints.max_s,
-                env_timeout_s=event.env_timeout_s, background=hints.background, started_at=event.at,
-            ))
+            self._submit(tool_call_record(event))
         else:
             self._on_tool_end(event, live)
         self.wake()
@@ -246,10 +239,7 @@ class Coordinator:
     def _on_tool_end(self, event: ToolEnd, live: bool) -> None:
         if live:
             self.state.on_tool_end(event.session, event.call_id, event.at, event.duration_s)
-        self._submit(ToolCallRecord(
-            id=event.call_id, session_id=event.session, ended_at=event.at, duration_s=event.duration_s,
-            status=event.status, exit_code=event.exit_code,
-        ))
+        self._submit(tool_call_record(event))
 
     # ------------------------------------------------------------------ planning
 

@@ -229,7 +229,8 @@ def test_every_option_is_explained() -> None:
     parser = build_parser(["history"])
     history = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["history"]
     subcommands = next(a for a in history._actions if isinstance(a, argparse._SubParsersAction)).choices
-    assert set(subcommands) == {"tools", "calls", "predict", "export", "import", "plot", "accuracy", "prune"}
+    assert set(subcommands) == {"tools", "calls", "predict", "export", "import", "import-spool", "plot", "accuracy",
+                                "prune"}
     for name, sub in subcommands.items():
         options = [a for a in sub._actions if not isinstance(a, argparse._HelpAction)]
         assert all(a.help for a in options), name
