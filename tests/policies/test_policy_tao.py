@@ -108,3 +108,21 @@ def test_plan_lists_admissions_highest_value_first(snap: Snap) -> None:
                 {"id": "warm", "tokens": tokens(5), "cache": cached("r0", 100)}]
     plan = get_policy("tao").plan(snap(nodes=nodes, sessions=sessions))
     assert [a.session for a in plan.assignments] == ["warm", "ready", "plain"]
+
+
+def test_an_over_reserved_node_releases_lowest_value_acting_sessions_with_nobody_waiting() -> None:
+    from tao_harness.policies.registry import get_policy
+    from tao_harness.types import Snapshot
+
+    # r0 holds 3 acting sessions (3 × (3000 + 512) = 10536 tokens) but has 8000: one must go, and it is
+    # the one whose cache credit decayed the most (observed longest ago).
+    sessions = [
+        {"id": f"a{i}", "tokens": 3000, "shared_tokens": 0, "ready": 0, "state": "acting", "node": "r0",
+         "cache": {"r0": {"tokens": 3000, "observed_at": observed}}}
+        for i, observed in enumerate((99.0, 60.0, 95.0))
+    ]
+    snapshot = Snapshot.from_json({"now": 100.0, "nodes": [{"id": "r0", "capacity_tokens": 8000,
+                                                             "used_tokens": 10536}], "sessions": sessions})
+    plan = get_policy("tao").plan(snapshot)
+    assert list(plan.interrupts) == ["a1"]
+    assert plan.assignments == ()
