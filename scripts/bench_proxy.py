@@ -3,8 +3,7 @@
 Every router is measured side by side in one run against the same fast fake backend (a minimal
 aiohttp server that answers chat completions at once, in its own process), so the figures are
 comparable on a shared, noisy machine. Routers: `direct` (no router), `tao-proxy` (fail-open: no
-coordinator), `tao-proxy+coordinator` (when `--coordinator` is given or one is started with
-`--with-coordinator`), and, when installed, `vllm-router` (`--policy cache_aware`) and LiteLLM's proxy.
+coordinator), `tao-proxy+coordinator` (every request admitted by a `tao coordinator`), and, when installed, `vllm-router` (`--policy cache_aware`) and LiteLLM's proxy.
 
     python scripts/bench_proxy.py [--seconds 5] [--peers-venv /tmp/peers] [--json]
 
@@ -40,7 +39,8 @@ from aiohttp import web
 ANSWER = json.dumps({"id": "x", "object": "chat.completion", "model": "m", "choices": [{"index": 0,
     "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
     "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10}}).encode()
-METRICS = b'vllm:num_requests_running{engine="0"} 0\nvllm:num_requests_waiting{engine="0"} 0\n'
+METRICS = (b'vllm:cache_config_info{block_size="16",engine="0",num_gpu_blocks="100000"} 1\n'
+           b'vllm:num_requests_running{engine="0"} 0\nvllm:num_requests_waiting{engine="0"} 0\n')
 async def chat(request):
     await request.read()
     return web.Response(body=ANSWER, content_type="application/json")
@@ -120,12 +120,18 @@ def measure(name: str, base: str, clients: int, seconds: float) -> Row:
                ordered[int(0.99 * (len(ordered) - 1))] * 1e3, len(ordered) / seconds)
 
 
-def start(stack: ExitStack, argv: list[str], ready_url: str, env: dict[str, str] | None = None) -> None:
+def start(stack: ExitStack, argv: list[str], ready_url: str, env: dict[str, str] | None = None,
+          timeout_s: float = 30.0) -> None:
     log = stack.enter_context(tempfile.TemporaryFile())
     process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
     stack.callback(process.wait, 10)
     stack.callback(process.terminate)
-    wait_ready(ready_url)
+    try:
+        wait_ready(ready_url, timeout_s)
+    except RuntimeError:
+        log.seek(0)
+        tail = log.read().decode(errors="replace").strip().splitlines()[-3:]
+        raise RuntimeError(f"{argv[0]} did not come up: {' | '.join(tail)}") from None
 
 
 def main() -> int:
@@ -151,11 +157,22 @@ def main() -> int:
         routers["tao-proxy"] = f"http://127.0.0.1:{proxy_port}"
         versions["tao-proxy"] = "tao_harness (this tree), fail-open mode (no coordinator)"
 
+        coordinator_port, admitted_port = free_port(), free_port()
+        coordinator = f"http://127.0.0.1:{coordinator_port}"
+        start(stack, [sys.executable, "-m", "tao_harness.cli.main", "coordinator", "--port", str(coordinator_port),
+                      "--no-store", "--replica", f"r0={backend}", "--log-level", "WARNING"], coordinator + "/healthz")
+        start(stack, [sys.executable, "-m", "tao_harness.cli.main", "proxy", "--port", str(admitted_port),
+                      "--coordinator", coordinator, "--replica", f"r0={backend}", "--log-level", "WARNING"],
+              f"http://127.0.0.1:{admitted_port}/healthz")
+        routers["tao-proxy+coordinator"] = f"http://127.0.0.1:{admitted_port}"
+        versions["tao-proxy+coordinator"] = "tao_harness (this tree), admission by `tao coordinator --policy tao`"
+
         peer_bin = args.peers_venv / "bin" if args.peers_venv else None
         if peer_bin and (peer_bin / "vllm-router").exists():
             router_port = free_port()
             start(stack, [str(peer_bin / "vllm-router"), "--worker-urls", backend, "--policy", "cache_aware",
-                          "--port", str(router_port), "--log-level", "warning"],
+                          "--port", str(router_port), "--log-level", "warning",
+                          "--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port())],
                   f"http://127.0.0.1:{router_port}/health")
             routers["vllm-router"] = f"http://127.0.0.1:{router_port}"
             out = subprocess.run([str(peer_bin / "pip"), "show", "vllm-router"], capture_output=True, text=True)
@@ -167,10 +184,16 @@ def main() -> int:
             config.write(f"model_list:\n  - model_name: m\n    litellm_params:\n      model: openai/m\n"
                          f"      api_base: {backend}/v1\n      api_key: dummy\n")
             config.flush()
-            start(stack, [str(peer_bin / "litellm"), "--config", config.name, "--port", str(litellm_port)],
-                  f"http://127.0.0.1:{litellm_port}/health/liveliness",
-                  env=os.environ | {"LITELLM_LOG": "ERROR"})
-            routers["litellm"] = f"http://127.0.0.1:{litellm_port}"
+            try:
+                start(stack, [str(peer_bin / "litellm"), "--config", config.name, "--port", str(litellm_port)],
+                      f"http://127.0.0.1:{litellm_port}/health/liveliness",
+                      env=os.environ | {"LITELLM_LOG": "ERROR",
+                                              "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true"},
+                      timeout_s=180)
+                routers["litellm"] = f"http://127.0.0.1:{litellm_port}"
+                versions["litellm"] = "LiteLLM proxy (litellm[proxy] from PyPI), one openai/ model entry"
+            except RuntimeError as exc:
+                print(f"litellm skipped: {exc}", file=sys.stderr)
 
         # Interleave routers per concurrency level so drift on a shared machine hits all alike.
         for clients in levels:
