@@ -188,7 +188,7 @@ def main() -> int:
                 start(stack, [str(peer_bin / "litellm"), "--config", config.name, "--port", str(litellm_port)],
                       f"http://127.0.0.1:{litellm_port}/health/liveliness",
                       env=os.environ | {"LITELLM_LOG": "ERROR",
-                                              "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true"},
+                                        "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true"},
                       timeout_s=180)
                 routers["litellm"] = f"http://127.0.0.1:{litellm_port}"
                 versions["litellm"] = "LiteLLM proxy (litellm[proxy] from PyPI), one openai/ model entry"
