@@ -19,6 +19,7 @@ from typing import AsyncIterator
 from aiohttp import web
 
 from tao_harness.config import TaoConfig
+from tao_harness.serving import start_site
 
 log = logging.getLogger(__name__)
 
@@ -28,16 +29,6 @@ class Endpoints:
     # None: no coordinator (events are spooled).
     coordinator_url: str | None
     proxy_url: str
-
-
-async def start_site(app: web.Application, host: str = "127.0.0.1", port: int = 0) -> tuple[web.AppRunner, str]:
-    """Serve `app` on a loopback port; returns the runner (to clean up) and the root URL."""
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    await site.start()
-    bound_host, bound_port = runner.addresses[0][:2]
-    return runner, f"http://{bound_host}:{bound_port}"
 
 
 @contextlib.asynccontextmanager

@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from tao_harness.events import EventError, event_from_json, event_to_json
+from tao_harness.events import EventError, event_to_json, events_from_body
 from tao_harness.shims.claude_code.hooks import CLAUDE_HOOK_PATH, ClaudeHookTranslator
 from tao_harness.shims.forwarder import Forwarder
 
@@ -75,16 +75,10 @@ async def _json_body(request: web.Request) -> Any:
 async def post_events(request: web.Request) -> web.Response:
     state = request.app[RELAY]
     data = await _json_body(request)
-    batch = isinstance(data, dict) and "events" in data
-    items = data["events"] if batch else [data]
-    if not isinstance(items, list):
-        return _bad_request("events: expected a list")
-    events = []
-    for index, item in enumerate(items):
-        try:
-            events.append(event_from_json(item))
-        except EventError as exc:
-            return _bad_request(f"events[{index}].{exc}" if batch else str(exc))
+    try:
+        events = events_from_body(data)
+    except EventError as exc:
+        return _bad_request(str(exc))
     for event in events:
         state.forwarder.submit("/v1/events", event_to_json(event))
     state.events_accepted += len(events)

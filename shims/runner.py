@@ -26,7 +26,8 @@ import aiohttp
 from tao_harness.config import TaoConfig
 from tao_harness.shims.claude_code.hooks import ClaudeHookTranslator
 from tao_harness.shims.delivery import CoordinatorPoster, flush_spool
-from tao_harness.shims.endpoints import open_endpoints, start_site
+from tao_harness.serving import start_site
+from tao_harness.shims.endpoints import open_endpoints
 from tao_harness.shims.forwarder import Forwarder
 from tao_harness.shims.launch import Harness, Launch, LaunchContext, prepare_launch
 from tao_harness.shims.relay import RelayState, SessionInfo, build_relay_app, session_end_path

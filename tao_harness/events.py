@@ -118,3 +118,18 @@ def event_to_json(event: ToolEvent) -> dict[str, Any]:
     if isinstance(event, ToolStart):
         data["args"] = dict(event.args)
     return data
+
+
+def events_from_body(body: Any) -> list[ToolEvent]:
+    """A `POST /v1/events` body: one event object or `{"events": [...]}`; errors name the index."""
+    batch = isinstance(body, Mapping) and "events" in body
+    items = body["events"] if batch else [body]
+    if not isinstance(items, list):
+        raise EventError("events: expected a list")
+    events = []
+    for index, item in enumerate(items):
+        try:
+            events.append(event_from_json(item))
+        except EventError as exc:
+            raise EventError(f"events[{index}].{exc}" if batch else str(exc)) from None
+    return events

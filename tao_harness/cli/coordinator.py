@@ -33,7 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def _serve(args: argparse.Namespace) -> None:
     from tao_harness.coordinator.api import build_app
-    from tao_harness.coordinator.embedded import build_coordinator, start_site
+    from tao_harness.coordinator.embedded import build_coordinator
+    from tao_harness.serving import serve_forever
+    from tao_harness.store.engine import StoreError
 
     config = cluster_config_from_args(args, {"store.url": args.db})
     if not config.cluster.replicas:
@@ -44,19 +46,14 @@ async def _serve(args: argparse.Namespace) -> None:
     try:
         coordinator = build_coordinator(config, args.policy, use_store=not args.no_store, clock=clock.now,
                                         time_scale=args.time_scale)
-    except ValueError as exc:
+    except (ValueError, StoreError) as exc:
         raise UsageError(str(exc)) from None
     app = build_app(coordinator, os.environ.get("TAO_TOKEN") or None)
+    banner = f"tao coordinator (policy {args.policy}, {len(config.cluster.replicas)} replicas)"
     try:
-        runner, url = await start_site(app, args.host, args.port)
+        await serve_forever(app, args.host, args.port, banner)
     except OSError as exc:
         raise UsageError(f"cannot bind {args.host}:{args.port}: {exc.strerror}") from None
-    print(f"tao coordinator listening on {url} (policy {args.policy}, "
-          f"{len(config.cluster.replicas)} replicas)", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await runner.cleanup()
 
 
 def run(args: argparse.Namespace) -> int:

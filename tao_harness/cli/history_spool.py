@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 from tao_harness.cli.common import UsageError, format_table, print_json
 from tao_harness.coordinator.recording import tool_call_record
-from tao_harness.events import EventError, event_from_json
+from tao_harness.events import EventError, events_from_body
 from tao_harness.store.records import SessionRecord, StoreRecord
 
 _SESSION_END = re.compile(r"^/v1/sessions/([^/]+)/end$")
@@ -24,9 +24,8 @@ _SESSION_END = re.compile(r"^/v1/sessions/([^/]+)/end$")
 def store_records(path: str, body: dict[str, Any], spooled_at: float) -> Iterator[StoreRecord]:
     """The store rows one spooled coordinator request stands for; EventError when it holds none."""
     if path == "/v1/events":
-        items = body["events"] if isinstance(body.get("events"), list) else [body]
-        for item in items:
-            yield tool_call_record(event_from_json(item))
+        for event in events_from_body(body):
+            yield tool_call_record(event)
     elif path == "/v1/sessions" and isinstance(body.get("session"), str):
         labels = body.get("labels") if isinstance(body.get("labels"), dict) else None
         started = body.get("started_at")

@@ -8,8 +8,6 @@ import logging
 import os
 from pathlib import Path
 
-from aiohttp import web
-
 from tao_harness.cli.common import UsageError, cluster_config_from_args
 from tao_harness.config import TaoConfig
 
@@ -32,18 +30,10 @@ def config_from_args(args: argparse.Namespace) -> TaoConfig:
 
 async def _serve(config: TaoConfig) -> None:
     from tao_harness.proxy.app import build_app
+    from tao_harness.serving import serve_forever
 
     app = build_app(config.proxy, config.cluster.replicas, os.environ.get("TAO_TOKEN") or None)
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, config.proxy.host, config.proxy.port)
-    await site.start()
-    for address in runner.addresses:
-        print(f"tao proxy listening on http://{address[0]}:{address[1]}", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await runner.cleanup()
+    await serve_forever(app, config.proxy.host, config.proxy.port, "tao proxy")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -29,7 +29,7 @@ from aiohttp import web
 from tao_harness.coordinator.metrics import CoordinatorMetrics
 from tao_harness.coordinator.records import SessionStateError
 from tao_harness.coordinator.service import Coordinator, RequestDone
-from tao_harness.events import EventError, event_from_json
+from tao_harness.events import EventError, events_from_body
 from tao_harness.proxy.usage import Usage
 
 log = logging.getLogger(__name__)
@@ -120,16 +120,10 @@ async def request_done(request: web.Request) -> web.Response:
 
 
 async def events(request: web.Request) -> web.Response:
-    body = await _json_object(request)
-    items = body["events"] if "events" in body else [body]
-    if not isinstance(items, list):
-        raise BadRequest("events: expected a list")
-    parsed = []
-    for index, item in enumerate(items):
-        try:
-            parsed.append(event_from_json(item))
-        except EventError as exc:
-            raise BadRequest(f"events[{index}].{exc}" if "events" in body else str(exc)) from None
+    try:
+        parsed = events_from_body(await _json_object(request))
+    except EventError as exc:
+        raise BadRequest(str(exc)) from None
     coordinator = request.app[COORDINATOR]
     for event in parsed:
         try:

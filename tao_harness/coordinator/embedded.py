@@ -22,6 +22,7 @@ from tao_harness.coordinator.service import Coordinator
 from tao_harness.coordinator.state import ClusterState
 from tao_harness.policies.registry import get_policy
 from tao_harness.readiness.estimator import DurationHistory
+from tao_harness.serving import start_site
 from tao_harness.store.engine import open_store
 from tao_harness.store.queries import family_durations
 from tao_harness.store.writer import StoreWriter
@@ -49,15 +50,6 @@ def build_coordinator(config: TaoConfig, policy_name: str = "tao", *, use_store:
         admission_control=policy.admission_control,
     )
     return Coordinator(config, policy, registry, state, writer, clock=clock, tick_s=tick_s, time_scale=time_scale)
-
-
-async def start_site(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, str]:
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    await site.start()
-    bound_host, bound_port = runner.addresses[0][:2]
-    return runner, f"http://{bound_host}:{bound_port}"
 
 
 class EmbeddedCluster:

@@ -24,24 +24,8 @@ import aiohttp
 
 from tao_harness.clock import ScaledClock
 from tao_harness.proxy.usage import UsageTracker
-from tao_harness.replica.tokenizer import pieces
+from tao_harness.replica.agent import reasoning_text as filler_text
 from tao_harness.sim.trace import TraceSession
-
-_FILLER = (
-    "The function reads the configuration and returns the parsed value. ",
-    "Tests in this module cover the error paths and the default settings. ",
-    "The build step compiles the package and writes the artifacts to disk. ",
-    "A failing assertion shows the expected and the actual output side by side. ",
-)
-
-
-def filler_text(tokens: int, seed: int) -> str:
-    """About `tokens` tokens (replica tokenizer) of code-review prose, deterministic in `seed`."""
-    if tokens <= 0:
-        return ""
-    sentences = [_FILLER[(seed + i) % len(_FILLER)] for i in range(tokens // 10 + 2)]
-    return "".join(pieces("".join(sentences))[:tokens])
-
 
 @dataclass
 class Endpoints:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tao_harness.shims.claude_code.hooks import ClaudeHookTranslator
-from tao_harness.shims.endpoints import start_site
+from tao_harness.serving import start_site
 from tao_harness.shims.forwarder import Forwarder
 from tao_harness.shims.relay import RelayState, SessionInfo, build_relay_app
 from tao_harness.shims.spool import SpoolWriter, claim
