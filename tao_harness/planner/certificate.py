@@ -37,12 +37,6 @@ def _credit_nodes(problem: Problem) -> tuple[list[int], list[int]] | None:
     for row in problem.values:
         if None in row:
             return None
-        if row.count(row[0]) == len(row):  # the same value everywhere: no node is special
-            if row[0][0] > 0 and len(row) > 1:
-                return None
-            nodes.append(0 if row[0][0] > 0 else -1)
-            credits.append(row[0][0])
-            continue
         credited = [b for b, v in enumerate(row) if v[0] > 0]  # type: ignore[index]
         if len(credited) > 1:
             return None
@@ -105,9 +99,9 @@ def surrogate_knapsack(items: list[int], size: list[int], gain: list[int], capac
         w = size[i]
         if w == 0 or w > capacity:
             continue
-        cand = best[:-w] + gain[i]
+        cand = best[:-w] + gain[i]  # a new array, so writing into best[w:] below cannot alias it
         take = cand > best[w:]
-        best[w:] = np.where(take, cand, best[w:])
+        np.maximum(best[w:], cand, out=best[w:])
         taken.append((i, take))
     c = capacity
     for i, take in reversed(taken):
@@ -151,7 +145,7 @@ def _subset_sum_split(
     return placement, left
 
 
-def _best_fit(items: list[int], size: list[int], rooms: list[int]) -> tuple[dict[int, int], list[int]]:
+def best_fit(items: list[int], size: list[int], rooms: list[int]) -> tuple[dict[int, int], list[int]]:
     """Largest first into the tightest room that holds it; returns placement and the items left over."""
     left = list(rooms)
     placement: dict[int, int] = {}
@@ -227,7 +221,7 @@ def certified_placement(problem: Problem, packer: Packer) -> Certificate | None:
     chosen_rest = surrogate_knapsack(rest, size, gain, sum(_fullest_fills(rest, size, rooms)))
     split, left = _subset_sum_split(chosen_rest, size, rooms)
     if left:
-        split, left = _best_fit(chosen_rest, size, rooms)
+        split, left = best_fit(chosen_rest, size, rooms)
     if not left:
         return Certificate({**forced, **split}, True, forced)
     used = [0] * problem.m
@@ -235,5 +229,5 @@ def certified_placement(problem: Problem, packer: Packer) -> Certificate | None:
         used[b] += size[i]
     spare = [room - u for room, u in zip(rooms, used)]
     others = sorted((i for i in rest if i not in split), key=lambda i: (-gain[i], i))
-    extra, _ = _best_fit(others, size, spare)
+    extra, _ = best_fit(others, size, spare)
     return Certificate({**forced, **split, **extra}, False, forced)

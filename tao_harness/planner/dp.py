@@ -6,12 +6,13 @@ Two nodes are interchangeable for the suffix when every later session has the sa
 eligibility on both; their capacities are then sorted inside the state key, so symmetric placements
 merge instead of multiplying. The stored capacities stay in physical node order, so the placement is
 recovered without un-permuting anything. States whose value plus the best the suffix could add cannot
-beat the incumbent are dropped (branch and bound). Past `budget` states the DP gives up (returns None).
+beat the incumbent are dropped (branch and bound); with a proven R* the bound's R field is capped
+(`_capped_bounds`). Past `budget` states the DP gives up (raises `BudgetExceeded`).
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -48,10 +49,12 @@ def _node_classes(problem: Problem, order: list[int]) -> list[tuple[int, ...]]:
 
 
 def exact_dp(
-    problem: Problem, packer: Packer, budget: int, incumbent: int = 0
+    problem: Problem, packer: Packer, budget: int, incumbent: int = 0, ready_cap: int | None = None
 ) -> tuple[dict[int, int] | None, int]:
     """Optimal placement strictly better than `incumbent` (None if none exists), and states created.
 
+    `ready_cap` is a proven bound on R (planner/ready_cap.py), usable when no session has credit: the
+    bound's R field is then capped and its (T, N) part bounded by a knapsack that ignores r.
     Raises `BudgetExceeded` past `budget` states.
     """
     candidates = [
@@ -63,22 +66,28 @@ def exact_dp(
     packed = [[None if v is None else packer.pack(v) for v in row] for row in problem.values]
     bound = _suffix_bounds(problem, order, packed)
     fills = _suffix_fills(problem, order)
-    def key(caps: tuple[int, ...], labels: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
-        return tuple(sorted(zip(labels, caps)))
+    capped = _capped_bounds(problem, packer, order, bound, fills, ready_cap)
+
+    def key_at(labels: tuple[int, ...]) -> Callable[[tuple[int, ...]], tuple[object, ...]]:
+        """The state key for capacities `caps` under node labels `labels`."""
+        if len(set(labels)) == 1:  # every node interchangeable (e.g. the residual): the sorted rooms
+            return lambda caps: tuple(sorted(caps))
+        return lambda caps: tuple(sorted(zip(labels, caps)))
 
     room = tuple(problem.room)
-    states: dict[object, tuple[int, tuple[int, ...], Link]] = {key(room, classes[0]): (0, room, None)}
+    states: dict[object, tuple[int, tuple[int, ...], Link]] = {key_at(classes[0])(room): (0, room, None)}
     created = 1
     for j, i in enumerate(order):
         size, labels, after = problem.size[i], classes[j], classes[j + 1]
-        suffix = bound[j + 1]  # the most sessions order[j+1:] can still add, by total room
+        key_after = key_at(after)
+        suffix = capped[j + 1]  # the most sessions order[j+1:] can still add, by total room
         fill = fills[j + 1]  # the part of a room that sessions order[j+1:] can actually fill
         nxt: dict[object, tuple[int, tuple[int, ...], Link]] = {}
 
         def put(value: int, caps: tuple[int, ...], link: Link) -> None:
-            if value + suffix(sum(map(fill, caps))) <= incumbent:
+            if suffix(value, caps) <= incumbent:
                 return
-            k = key(caps, after)
+            k = key_after(caps)
             old = nxt.get(k)
             if old is None:
                 if created + len(nxt) >= budget:
@@ -107,19 +116,57 @@ def exact_dp(
     return placement, created
 
 
+def _capped_bounds(
+    problem: Problem, packer: Packer, order: list[int], bound: list, fills: list, ready_cap: int | None
+) -> list:
+    """capped[j](value, caps): a bound on the best total reachable from `value` with sessions order[j:].
+
+    With a proven R* (`ready_cap`; no credit anywhere) a bound whose R field exceeds R* is replaced by
+    R* plus the (T, N) it could add at most: a merged-room knapsack that ignores r. Without the cap
+    the surrogate bound keeps counting ready sessions that only fit once rooms merge, and prunes nothing.
+    """
+    if ready_cap is not None and not any(v is not None and v[0] for row in problem.values for v in row):
+        no_r = [[None if v is None else packer.pack((0, 0, v[2])) for v in row] for row in problem.values]
+        bound_tn = _suffix_bounds(problem, order, no_r)
+    else:
+        bound_tn, ready_cap = [], None
+    shift_r, cap, low_bits = packer.shift_r, (ready_cap or 0) << packer.shift_r, (1 << packer.shift_r) - 1
+
+    def at(j: int):  # one closure per step, specialized, since it runs once per candidate state
+        fill, plain = fills[j], bound[j]
+        if ready_cap is None:
+            return lambda value, caps: value + plain(sum(map(fill, caps)))
+        tn, limit = bound_tn[j], ready_cap
+
+        def capped(value: int, caps: tuple[int, ...]) -> int:
+            room = sum(map(fill, caps))
+            total = value + plain(room)
+            if total >> shift_r <= limit:
+                return total
+            return min(total, cap + (value & low_bits) + tn(room))
+
+        return capped
+
+    return [at(j) for j in range(len(order) + 1)]
+
+
 def _suffix_fills(problem: Problem, order: list[int]) -> list:
     """fills[j](room): the fullest total ≤ room that a subset of sessions order[j:] reaches.
 
-    Room no later session combination can use is dead; leaving it out tightens the bound for free."""
+    Room no later session combination can use is dead; leaving it out tightens the bound for free.
+    Each fills[j] is a list's `__getitem__` (the DP calls it once per room per state), built from the
+    subset-sum bitset with numpy: the last reachable total at or below each room."""
     top = max(problem.room, default=0)
-    masks = [(1 << (c + 1)) - 1 for c in range(top + 1)]
+    totals = np.arange(top + 1)
     reach = 1
-    fills = [lambda room: 0]
+    fills = [[0] * (top + 1)]
     for j in range(len(order) - 1, -1, -1):
-        reach = (reach | (reach << problem.size[order[j]])) & masks[top]
-        fills.append(lambda room, r=reach: (r & masks[room]).bit_length() - 1)
+        reach = (reach | (reach << problem.size[order[j]])) & ((1 << (top + 1)) - 1)
+        bits = np.unpackbits(np.frombuffer(reach.to_bytes((top + 8) // 8, "little"), dtype=np.uint8),
+                             bitorder="little")[: top + 1]
+        fills.append(np.maximum.accumulate(np.where(bits == 1, totals, 0)).tolist())
     fills.reverse()
-    return fills
+    return [table.__getitem__ for table in fills]
 
 
 def _suffix_bounds(problem: Problem, order: list[int], packed: list[list[int | None]]) -> list:

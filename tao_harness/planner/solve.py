@@ -3,9 +3,13 @@
 Cheapest proof first: the decomposition certificate (planner/certificate.py) settles the usual
 snapshot with a few 1-D knapsacks. When it applies but its bound is not reached, the capacity-state DP
 (planner/dp.py) finishes only the residual problem it leaves (the K-optimal placements are provably in
-every optimum); when it does not apply, the DP solves the whole problem. The DP's incumbent is the
-better of best-fit-decreasing and the certificate's partial split; past the state budget that incumbent
-is returned with `fallback=True` (solver "bfd" or "split"). Pure function of the `Problem`; no I/O.
+every optimum). There R* — the most ready sessions any plan admits — is settled first by packing the
+smallest ready sessions (planner/ready_cap.py); it caps the DP's bound and seeds its incumbent. Every
+incumbent (best-fit-decreasing, the certificate's split, the R* packing) is repaired room by room and
+pair by pair (planner/improve.py) before the DP starts, since a better incumbent prunes more. When the
+certificate does not apply, the DP solves the whole problem. Past the state budget the incumbent is
+returned with `fallback=True` (solver "bfd", or "split" when it came from the certificate's residual).
+Pure function of the `Problem`; no I/O.
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ from __future__ import annotations
 from typing import Literal
 
 from tao_harness.planner.bfd import best_fit_decreasing
-from tao_harness.planner.certificate import Certificate, certified_placement, residual_problem
+from tao_harness.planner.certificate import Certificate, best_fit, certified_placement, residual_problem
 from tao_harness.planner.dp import BudgetExceeded, exact_dp
+from tao_harness.planner.improve import improve
 from tao_harness.planner.problem import Packer, Problem, Solution, total_value
+from tao_harness.planner.ready_cap import max_ready
 from tao_harness.planner.spread import spread
 
 Method = Literal["dp", "bfd"]
@@ -43,6 +49,7 @@ def _solve_exact(problem: Problem, packer: Packer, state_budget: int) -> Solutio
         if total_value(problem, packer, certificate.placement) > total_value(problem, packer, incumbent):
             incumbent, incumbent_solver = certificate.placement, "split"
         return _solve_residual(problem, certificate, incumbent, incumbent_solver, state_budget)
+    incumbent = improve(problem, packer, incumbent)
     try:
         better, states = exact_dp(problem, packer, state_budget, total_value(problem, packer, incumbent))
     except BudgetExceeded as exc:
@@ -60,11 +67,32 @@ def _solve_residual(
     forward = {i: k for k, i in enumerate(back)}
     # The incumbent is K-optimal (it is at least as good as the certificate's), so it holds `forced`.
     sub_incumbent = {forward[i]: b for i, b in incumbent.items() if i not in certificate.forced}
+    cap = max_ready([k for k in range(sub.n) if sub.values[k][0][1] == 1], list(sub.size), list(sub.room))
+    if cap is not None:
+        seeded = _fill_around(sub, sub_packer, cap.placement)
+        if total_value(sub, sub_packer, seeded) > total_value(sub, sub_packer, sub_incumbent):
+            sub_incumbent, incumbent_solver = seeded, "split"
+    improved = improve(sub, sub_packer, sub_incumbent)
+    if improved != sub_incumbent:
+        sub_incumbent, incumbent_solver = improved, "split"
+    incumbent = {**certificate.forced, **{back[k]: b for k, b in sub_incumbent.items()}}
     try:
-        better, states = exact_dp(sub, sub_packer, state_budget, total_value(sub, sub_packer, sub_incumbent))
+        better, states = exact_dp(sub, sub_packer, state_budget, total_value(sub, sub_packer, sub_incumbent),
+                                  ready_cap=None if cap is None else cap.count)
     except BudgetExceeded as exc:
         return Solution(placement=incumbent, solver=incumbent_solver, states=exc.states, fallback=True)
     if better is None:
         better = sub_incumbent
     return Solution(placement={**certificate.forced, **{back[k]: b for k, b in better.items()}}, solver="dp",
                     states=states)
+
+
+def _fill_around(problem: Problem, packer: Packer, placed: dict[int, int]) -> dict[int, int]:
+    """`placed` plus the other sessions, highest value first, best-fit into the rooms left."""
+    left = list(problem.room)
+    for i, b in placed.items():
+        left[b] -= problem.size[i]
+    gains = [packer.pack(row[0]) if row[0] is not None else 0 for row in problem.values]
+    others = sorted((i for i in range(problem.n) if i not in placed), key=lambda i: (-gains[i], i))
+    extra, _ = best_fit(others, list(problem.size), left)
+    return {**placed, **extra}

@@ -19,7 +19,8 @@ def spread(problem: Problem, placement: dict[int, int]) -> dict[int, int]:
     if not movable or problem.m < 2:
         return placement
     left = list(problem.room)
-    settled = {i: b for i, b in placement.items() if i not in set(movable)}
+    moving = set(movable)
+    settled = {i: b for i, b in placement.items() if i not in moving}
     for i, b in settled.items():
         left[b] -= problem.size[i]
     for i in sorted(movable, key=lambda i: (-problem.size[i], i)):

@@ -11,11 +11,11 @@ from __future__ import annotations
 from time import perf_counter
 
 from tao_harness.config import PlannerConfig
-from tao_harness.planner.problem import Value, build_problem
+from tao_harness.planner.problem import Problem, Value, build_problem
 from tao_harness.planner.solve import Method, solve
 from tao_harness.policies.common import assignment, by_value, make_plan
 from tao_harness.policies.interrupts import plan_interrupts
-from tao_harness.types import Plan, SessionView, Snapshot
+from tao_harness.types import Assignment, Plan, SessionView, Snapshot
 
 
 class TaoPolicy:
@@ -45,13 +45,21 @@ class TaoPolicy:
         problem = build_problem(snapshot, waiting, use_cache=self.use_cache, use_readiness=self.use_readiness)
         solution = solve(problem, state_budget=self.config.state_budget, method=self.solver)
         placement = dict(solution.placement)
-        chosen = by_value(assignment(snapshot, waiting[i], problem.node_ids[b]) for i, b in placement.items())
+        chosen = by_value(self._assignment(snapshot, problem, waiting[i], i, b) for i, b in placement.items())
         extra, interrupts = plan_interrupts(snapshot, problem, placement, waiting, self.view(snapshot),
                                             self.use_readiness)
         chosen += [assignment(snapshot, s, node_id) for s, node_id in extra]
         return make_plan(self.name, solution.solver, chosen, interrupts=interrupts,
                          solve_ms=(perf_counter() - start) * 1000, states=solution.states,
                          fallback=solution.fallback)
+
+    def _assignment(
+        self, snapshot: Snapshot, problem: Problem, session: SessionView, i: int, b: int
+    ) -> Assignment:
+        value = problem.values[i][b]
+        if self.use_cache and self.use_readiness and value is not None:  # already the true triple
+            return Assignment(session.id, problem.node_ids[b], value)
+        return assignment(snapshot, session, problem.node_ids[b])
 
 
 class _View:
