@@ -35,11 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _demo(args: argparse.Namespace, db_url: str) -> dict[str, object]:
+    from tao_harness.clock import ScaledClock
     from tao_harness.coordinator.embedded import EmbeddedCluster
     from tao_harness.fleet.driver import run_fleet
     from tao_harness.fleet.processes import ProcessGroup
-    from tao_harness.clock import ScaledClock
-from tao_harness.fleet.session import Endpoints
+    from tao_harness.fleet.session import Endpoints
     from tao_harness.sim.workloads import generate
 
     trace = generate(args.workload, args.sessions, args.seed)

@@ -164,10 +164,19 @@ class Coordinator:
                 self._abandon(session, pending)
             if exclude:
                 self._release_holder(session, now)
-            node = self.state.on_request(session, self._estimate_tokens(session, estimate), now)
+            tokens = self._estimate_tokens(session, estimate)
+            node = self.state.on_request(session, tokens, now)
             self._sizes[session].estimate = estimate
             if node is not None and node not in exclude:
                 return self._answer(session, node, 0.0)
+            oversized = self._oversized(tokens, exclude)
+            if oversized is not None:
+                # No plan can ever admit it: send it on (the engine rejects or truncates it, as vLLM
+                # would without us) rather than let it wait forever.
+                log.warning("session %s needs %d tokens, more than any replica holds; sent to %s unscheduled",
+                            session, tokens, oversized)
+                self.state.on_request_withdrawn(session, now)
+                return self._answer(session, oversized, 0.0)
             pending = _Pending(request_id, now, asyncio.get_running_loop().create_future())
             self._pending[session] = pending
             self.wake()
@@ -176,6 +185,14 @@ class Coordinator:
         except asyncio.TimeoutError:
             return AdmitAnswer(None, {}, self.clock() - pending.since)
         return self._answer(session, node, self.clock() - pending.since)
+
+    def _oversized(self, tokens: int, exclude: tuple[str, ...]) -> str | None:
+        """The largest up replica when `tokens` (+ reserve) exceed every up replica's capacity, else None."""
+        up = [(load.capacity_tokens or 0, spec.id) for spec in self.registry.up()
+              if spec.id not in exclude for load in [self.registry.loads[spec.id]]]
+        if not up or tokens + self.config.planner.reserve_tokens <= max(up)[0]:
+            return None
+        return max(up)[1]
 
     def _answer(self, session: str, node: str, waited: float) -> AdmitAnswer:
         spec = self.registry.spec(node)

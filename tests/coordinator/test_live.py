@@ -188,3 +188,15 @@ async def test_bad_input_gets_4xx_json(start_cluster: Any) -> None:
         async with http.get(cluster.coordinator_url + "/v1/state") as response:
             state = await response.json()
             assert state["policy"] == "tao" and state["replicas"][0]["id"] == "r0"
+
+
+async def test_a_session_larger_than_every_replica_is_served_not_starved(start_cluster: Any) -> None:
+    # Capacity as the coordinator knows it: 1500 tokens; this prompt alone is ~2000.
+    cluster = await start_cluster(replicas=1, capacity_tokens=1500)
+    client = openai.AsyncOpenAI(base_url=cluster.proxy_url + "/v1", api_key="dummy", max_retries=0,
+                                default_headers={"X-TAO-Session": "big"})
+    reply = await asyncio.wait_for(client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "word " * 2000}]), timeout=10)
+    await client.close()
+    assert reply.choices[0].message.content
+    assert cluster.coordinator.state.pool_size() == 0
