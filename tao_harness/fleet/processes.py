@@ -7,7 +7,9 @@ Every child is stopped (terminate, then kill) when the `ProcessGroup` closes, ev
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import re
+import signal
 import socket
 import sys
 import time
@@ -17,6 +19,13 @@ from types import TracebackType
 import aiohttp
 
 URL_LINE = re.compile(rb"(https?://[\w.\-:\[\]]+)")
+PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def _die_with_parent() -> None:
+    """Linux: the child gets SIGTERM when its parent dies, even by SIGKILL, so no replica is orphaned."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class ProcessError(RuntimeError):
@@ -30,7 +39,8 @@ class ProcessGroup:
     async def start_url_server(self, argv: list[str], timeout_s: float = 30.0) -> tuple[asyncio.subprocess.Process, str]:
         """Start `argv` and wait for the first line on stdout that holds a URL."""
         process = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
-                                                       stderr=asyncio.subprocess.STDOUT)
+                                                       stderr=asyncio.subprocess.STDOUT,
+                                                       preexec_fn=_die_with_parent)
         self.processes.append(process)
         seen: list[bytes] = []
         assert process.stdout is not None
@@ -51,7 +61,8 @@ class ProcessGroup:
     async def start_until_healthy(self, argv: list[str], health_url: str, timeout_s: float = 60.0) -> None:
         """Start `argv` (output discarded) and wait until `health_url` answers 200."""
         process = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.DEVNULL,
-                                                       stderr=asyncio.subprocess.DEVNULL)
+                                                       stderr=asyncio.subprocess.DEVNULL,
+                                                       preexec_fn=_die_with_parent)
         self.processes.append(process)
         deadline = time.monotonic() + timeout_s
         async with aiohttp.ClientSession() as http:
