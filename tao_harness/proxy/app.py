@@ -15,8 +15,8 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Coroutine
 
 import aiohttp
 from aiohttp import web
@@ -49,6 +49,19 @@ class ProxyState:
     http: aiohttp.ClientSession
     router: AffinityRouter
     coordinator: CoordinatorClient | None
+    # Completion reports still on their way to the coordinator, per session. Sent after the response so
+    # the client's connection is free at once; the session's next admission waits for it (order matters).
+    reports: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+
+    def send_report(self, session: str, report: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(report)
+        self.reports[session] = task
+
+        def forget(done: asyncio.Task[None]) -> None:
+            if self.reports.get(session) is done:
+                del self.reports[session]
+
+        task.add_done_callback(forget)
 
 
 STATE = web.AppKey("proxy_state", ProxyState)
@@ -74,6 +87,9 @@ def _forward_headers(request: web.Request, extra: dict[str, str], request_id: st
 async def _choose_replica(state: ProxyState, identity: SessionIdentity, api: ApiKind | None,
                           request_id: str, body_size: int, exclude: tuple[str, ...]) -> Admission | None:
     if api is not None and state.coordinator is not None:
+        previous = state.reports.get(identity.session)
+        if previous is not None:
+            await asyncio.shield(previous)
         admission = await state.coordinator.admit(AdmitRequest(
             session=identity.session, request_id=request_id, api=api, path=identity.path,
             prompt_tokens_estimate=body_size // BYTES_PER_TOKEN, exclude=exclude,
@@ -195,8 +211,8 @@ async def _pass_through(request: web.Request, upstream: aiohttp.ClientResponse, 
         return response
     finally:
         if api is not None:
-            # Shielded: a cancelled handler must still free its admission.
-            await asyncio.shield(report.send(status, upstream.status, tracker))
+            # A task of its own: a cancelled handler must still free its admission.
+            report.state.send_report(report.session, report.send(status, upstream.status, tracker))
         elif status == "ok":
             report.state.router.remember(report.session, report.admission.replica)
 
@@ -232,6 +248,7 @@ def build_app(config: ProxyConfig, replicas: tuple[ReplicaSpec, ...], token: str
             )
             app[STATE] = ProxyState(config, http, AffinityRouter(replicas), coordinator)
             yield
+            await asyncio.gather(*app[STATE].reports.values(), return_exceptions=True)
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
