@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Iterable, Sequence, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Sequence, TextIO
 
 from tao_harness.config import ConfigError, TaoConfig, load_config
+
+if TYPE_CHECKING:
+    from tao_harness.store.engine import Store
 
 
 class UsageError(Exception):
@@ -69,3 +73,25 @@ def cluster_config_from_args(args: argparse.Namespace, overrides: dict[str, obje
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     return config
+
+
+def add_store_options(parser: argparse.ArgumentParser) -> None:
+    """`--db` and `--config`, for commands that read or write the history store."""
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="database URL or SQLite file path (default: TAO_DB_URL, "
+        "else history.db in the user data directory)",
+    )
+    parser.add_argument("--config", type=Path, metavar="FILE", help="tao config file (TOML or YAML)")
+
+
+def open_history(args: argparse.Namespace, *, create: bool = False) -> tuple[Store, TaoConfig]:
+    """The store named by `--db` / TAO_DB_URL / the config file; bad input becomes a UsageError."""
+    from tao_harness.store.engine import StoreError, open_store
+
+    try:
+        config = load_config(args.config, overrides={"store.url": args.db})
+        return open_store(config.store.url, create=create), config
+    except (ConfigError, StoreError) as exc:
+        raise UsageError(str(exc)) from None

@@ -14,7 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from tao_harness.cli import history_commands as commands
 from tao_harness.cli import history_spool
-from tao_harness.cli.common import UsageError
+from tao_harness.cli.common import UsageError, add_store_options
 from tao_harness.store.transfer import FORMATS
 
 
@@ -29,13 +29,7 @@ def _positive_int(text: str) -> int:
 
 
 def _common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
-    parser.add_argument(
-        "--db",
-        metavar="URL",
-        help="database URL or SQLite file path (default: TAO_DB_URL, "
-        "else history.db in the user data directory)",
-    )
-    parser.add_argument("--config", type=Path, metavar="FILE", help="tao config file (TOML or YAML)")
+    add_store_options(parser)
     if json_flag:
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 

@@ -14,33 +14,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tao_harness.cli.common import UsageError, format_table, print_json
+from tao_harness.cli.common import UsageError, format_table, open_history, print_json
 from tao_harness.cli.timespec import format_time, parse_duration, parse_since
-from tao_harness.config import ConfigError, TaoConfig, load_config
+from tao_harness.config import TaoConfig
 from tao_harness.readiness.accuracy import replay_accuracy
 from tao_harness.readiness.estimator import DurationHistory, predict
 from tao_harness.readiness.family import family_key
 from tao_harness.readiness.hints import parse_hints
 from tao_harness.store import queries, transfer
-from tao_harness.store.engine import Store, StoreError, open_store
+from tao_harness.store.engine import Store, StoreError
 from tao_harness.store.writer import StoreWriter
 
 STAT_FIELDS = ("family", "n", "mean", "p50", "p90", "p99", "max", "bound")
-
-
-def _config(args: argparse.Namespace) -> TaoConfig:
-    try:
-        return load_config(args.config, overrides={"store.url": args.db})
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def open_history(args: argparse.Namespace, *, create: bool = False) -> tuple[Store, TaoConfig]:
-    config = _config(args)
-    try:
-        return open_store(config.store.url, create=create), config
-    except StoreError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _history(store: Store, config: TaoConfig) -> DurationHistory:

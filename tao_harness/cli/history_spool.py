@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from tao_harness.cli.common import UsageError, format_table, print_json
+from tao_harness.cli.common import UsageError, format_table, open_history, print_json
 from tao_harness.coordinator.recording import tool_call_record
 from tao_harness.events import EventError, events_from_body
 from tao_harness.store.records import SessionRecord, StoreRecord
@@ -44,7 +44,6 @@ def add_arguments(command: argparse.ArgumentParser) -> None:
 
 
 def cmd_import_spool(args: argparse.Namespace) -> int:
-    from tao_harness.cli.history_commands import open_history
     from tao_harness.shims.spool import claim, default_spool_dir, spool_files
     from tao_harness.store.engine import StoreError
     from tao_harness.store.writer import StoreWriter

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from tao_harness.cli.common import UsageError, format_table, print_json
+from tao_harness.cli.common import UsageError, add_store_options, format_table, open_history, print_json
 from tao_harness.sim.trace import TraceError, dump_trace, read_trace
 from tao_harness.sim.trace_stats import NOMINAL_DECODE_TOK_S, Distribution, TraceStats, trace_stats
 
@@ -88,17 +88,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from tao_harness.config import ConfigError, load_config
     from tao_harness.sim.trace_export import export_trace
-    from tao_harness.store.engine import StoreError, open_store
 
     if args.limit is not None and args.limit < 1:
         raise UsageError("--limit must be at least 1")
-    try:
-        config = load_config(args.config, overrides={"store.url": args.db})
-        store = open_store(config.store.url, create=False)
-    except (ConfigError, StoreError) as exc:
-        raise UsageError(str(exc)) from None
+    store, _ = open_history(args)
     with store:
         sessions = export_trace(store, session=args.session, harness=args.harness, limit=args.limit)
     if not sessions:
@@ -149,13 +143,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "turn finished sessions in the history store (LLM requests + tool calls) into a trace",
         cmd_export,
     )
-    export.add_argument(
-        "--db",
-        metavar="URL",
-        help="database URL or SQLite file path (default: TAO_DB_URL, "
-        "else history.db in the user data directory)",
-    )
-    export.add_argument("--config", type=Path, metavar="FILE", help="tao config file (TOML or YAML)")
+    add_store_options(export)
     export.add_argument("--session", help="only this session id")
     export.add_argument(
         "--harness", help="only sessions of this harness (claude_code, opencode, mini_swe_agent)"
