@@ -18,7 +18,6 @@ import asyncio
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import aiohttp
+
+from tao_harness.fleet.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAT_BODY = {"model": "m", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 8}
@@ -69,12 +70,6 @@ class Row:
     rate_per_s: float
     added_p50_ms: float | None = None
     added_p99_ms: float | None = None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_ready(url: str, timeout_s: float = 30.0) -> None:
