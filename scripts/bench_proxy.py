@@ -3,7 +3,9 @@
 Every router is measured side by side in one run against the same fast fake backend (a minimal
 aiohttp server that answers chat completions at once, in its own process), so the figures are
 comparable on a shared, noisy machine. Routers: `direct` (no router), `tao-proxy` (fail-open: no
-coordinator), `tao-proxy+coordinator` (every request admitted by a `tao coordinator`), and, when installed, `vllm-router` (`--policy cache_aware`) and LiteLLM's proxy.
+coordinator), `tao-proxy+coordinator` (admitted by a `tao coordinator`; later requests of a session that
+still holds its replica go out on its admission lease), the same with `--no-leases` (every request
+admitted), and, when installed, `vllm-router` (`--policy cache_aware`) and LiteLLM's proxy.
 
     python scripts/bench_proxy.py [--seconds 5] [--peers-venv /tmp/peers] [--json]
 
@@ -152,15 +154,20 @@ def main() -> int:
         routers["tao-proxy"] = f"http://127.0.0.1:{proxy_port}"
         versions["tao-proxy"] = "tao_harness (this tree), fail-open mode (no coordinator)"
 
-        coordinator_port, admitted_port = free_port(), free_port()
+        coordinator_port = free_port()
         coordinator = f"http://127.0.0.1:{coordinator_port}"
         start(stack, [sys.executable, "-m", "tao_harness.cli.main", "coordinator", "--port", str(coordinator_port),
                       "--no-store", "--replica", f"r0={backend}", "--log-level", "WARNING"], coordinator + "/healthz")
-        start(stack, [sys.executable, "-m", "tao_harness.cli.main", "proxy", "--port", str(admitted_port),
-                      "--coordinator", coordinator, "--replica", f"r0={backend}", "--log-level", "WARNING"],
-              f"http://127.0.0.1:{admitted_port}/healthz")
-        routers["tao-proxy+coordinator"] = f"http://127.0.0.1:{admitted_port}"
-        versions["tao-proxy+coordinator"] = "tao_harness (this tree), admission by `tao coordinator --policy tao`"
+        for name, flags, what in (
+            ("tao-proxy+coordinator", [], "admission by `tao coordinator --policy tao`, following its leases"),
+            ("tao-proxy+coordinator, no leases", ["--no-leases"], "every request admitted by the coordinator"),
+        ):
+            admitted_port = free_port()
+            start(stack, [sys.executable, "-m", "tao_harness.cli.main", "proxy", "--port", str(admitted_port),
+                          "--coordinator", coordinator, "--replica", f"r0={backend}", "--log-level", "WARNING",
+                          *flags], f"http://127.0.0.1:{admitted_port}/healthz")
+            routers[name] = f"http://127.0.0.1:{admitted_port}"
+            versions[name] = f"tao_harness (this tree), {what}"
 
         peer_bin = args.peers_venv / "bin" if args.peers_venv else None
         if peer_bin and (peer_bin / "vllm-router").exists():

@@ -125,6 +125,11 @@ class ProxyConfig(_Section):
     connect_retries: int = Field(2, ge=0)
     """Replicas tried again elsewhere when connecting fails before the first byte."""
 
+    admission_leases: bool = True
+    """Keep a WebSocket channel to the coordinator for reports and its holder table, and send a session
+    that still holds its replica straight there, telling the coordinator afterwards (saves the admission
+    round trip on most requests). False asks the coordinator over HTTP for every request."""
+
 
 class ReplicaConfig(_Section):
     """`tao replica`: the emulated vLLM server."""

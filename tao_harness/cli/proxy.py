@@ -20,12 +20,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "proxy routes by cache affinity only")
     parser.add_argument("--replica", action="append", default=[], metavar="ID=URL[@RANK]",
                         help="a replica for fail-open routing (repeatable); adds to the config file's list")
+    parser.add_argument("--no-leases", action="store_true",
+                        help="ask the coordinator for every request instead of following its admission leases "
+                             "(slower; for comparison)")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
 
 
 def config_from_args(args: argparse.Namespace) -> TaoConfig:
     return cluster_config_from_args(
-        args, {"proxy.host": args.host, "proxy.port": args.port, "proxy.coordinator_url": args.coordinator})
+        args, {"proxy.host": args.host, "proxy.port": args.port, "proxy.coordinator_url": args.coordinator,
+               "proxy.admission_leases": False if args.no_leases else None})
 
 
 async def _serve(config: TaoConfig) -> None:

@@ -1,7 +1,11 @@
 """`tao coordinator` HTTP API (JSON under /v1/, plus /healthz and /metrics).
 
     POST /v1/admit              long-poll: {"status": "admitted", "replica", "base_url", "headers",
-                                "queue_wait_s"} or {"status": "waiting"} after `wait_s`
+                                "queue_wait_s"} or {"status": "waiting"} after `wait_s`; with
+                                "leased": replica, records a request already sent on a lease
+    GET  /v1/channel            WebSocket for a proxy's reports and lease notices (coordinator.channel)
+    GET  /v1/leases             long-poll of holder changes: ?after=SEQ&instance=ID&wait_s=S →
+                                {"instance", "seq", "reset", "leases": [{"session", "replica", ...}]}
     POST /v1/requests/done      usage and timing of a forwarded request (frees or resizes its hold)
     POST /v1/events             one tool event or {"events": [...]} (tao_harness.events format)
     POST /v1/sessions           {"session", "harness", "labels", "started_at"}
@@ -26,22 +30,19 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 import aiohttp
 from aiohttp import web
 
+from tao_harness.coordinator.channel import ChannelBook, serve_channel
+from tao_harness.coordinator.inputs import MAX_WAIT_S, BadRequest, field, parse_admit, parse_request_done
 from tao_harness.coordinator.metrics import CoordinatorMetrics
 from tao_harness.coordinator.records import SessionStateError
-from tao_harness.coordinator.service import Coordinator, RequestDone
+from tao_harness.coordinator.service import Coordinator
 from tao_harness.events import EventError, events_from_body
-from tao_harness.proxy.usage import Usage
 
 log = logging.getLogger(__name__)
 
 COORDINATOR = web.AppKey("coordinator", Coordinator)
 METRICS = web.AppKey("metrics", CoordinatorMetrics)
+CHANNELS = web.AppKey("channels", ChannelBook)
 POLL_INTERVAL_S = 1.0
-MAX_WAIT_S = 60.0
-
-
-class BadRequest(Exception):
-    """Input that cannot be used; the message names the field."""
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -58,40 +59,14 @@ async def _json_object(request: web.Request) -> dict[str, Any]:
     return body
 
 
-def _field(body: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
-    if name not in body or body[name] is None:
-        if default is ...:
-            raise BadRequest(f"{name}: missing field")
-        return default
-    value = body[name]
-    if isinstance(value, bool) and kind is not bool:
-        raise BadRequest(f"{name}: expected {getattr(kind, '__name__', kind)}, got a boolean")
-    if not isinstance(value, kind):
-        raise BadRequest(f"{name}: expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise BadRequest(f"{name}: must be finite")
-    if isinstance(value, (int, float)) and value < 0:
-        raise BadRequest(f"{name}: must not be negative")
-    if isinstance(value, str) and not value:
-        raise BadRequest(f"{name}: must not be empty")
-    return value
-
-
-def _optional_count(body: dict[str, Any], name: str) -> int | None:
-    return _field(body, name, int, None)
-
-
 async def admit(request: web.Request) -> web.Response:
     coordinator = request.app[COORDINATOR]
     body = await _json_object(request)
-    session = _field(body, "session", str)
-    request_id = _field(body, "request_id", str)
-    estimate = _field(body, "prompt_tokens_estimate", int, 0)
-    wait_s = min(MAX_WAIT_S, float(_field(body, "wait_s", (int, float), 10.0)))
-    exclude = _field(body, "exclude", list, [])
-    if not all(isinstance(item, str) for item in exclude):
-        raise BadRequest("exclude: expected a list of replica ids")
-    answer = await coordinator.admit(session, request_id, estimate, tuple(exclude), wait_s)
+    given = parse_admit(body, coordinator.registry.ids)
+    # The session's report may still be on its way over the proxy's channel: let it land first.
+    await request.app[CHANNELS].wait_applied(field(body, "channel", str, None), field(body, "after_seq", int, 0))
+    answer = await coordinator.admit(given.session, given.request_id, given.estimate, given.exclude,
+                                     given.wait_s, given.leased)
     if answer.replica is None:
         return web.json_response({"status": "waiting", "queue_wait_s": answer.queue_wait_s})
     request.app[METRICS].queue_wait.observe(answer.queue_wait_s)
@@ -101,21 +76,25 @@ async def admit(request: web.Request) -> web.Response:
     })
 
 
+async def leases(request: web.Request) -> web.Response:
+    query = request.query
+    try:
+        after = int(query.get("after", "-1"))
+        wait_s = float(query.get("wait_s", "0"))
+    except ValueError:
+        raise BadRequest("after and wait_s: expected numbers") from None
+    if not math.isfinite(wait_s) or wait_s < 0:
+        raise BadRequest("wait_s: must be a non-negative number")
+    update = await request.app[COORDINATOR].leases.wait(after, query.get("instance"), min(MAX_WAIT_S, wait_s))
+    return web.json_response(update.to_json())
+
+
+async def channel(request: web.Request) -> web.StreamResponse:
+    return await serve_channel(request, request.app[COORDINATOR], request.app[CHANNELS])
+
+
 async def request_done(request: web.Request) -> web.Response:
-    body = await _json_object(request)
-    status = _field(body, "status", str)
-    if status not in ("ok", "error", "cancelled", "connect_error"):
-        raise BadRequest(f"status: expected ok, error, cancelled or connect_error, got {status!r}")
-    done = RequestDone(
-        session=_field(body, "session", str), request_id=_field(body, "request_id", str),
-        replica=_field(body, "replica", str, None), status=status,
-        usage=Usage(_optional_count(body, "prompt_tokens"), _optional_count(body, "cached_tokens"),
-                    _optional_count(body, "completion_tokens")),
-        ttft_s=_field(body, "ttft_s", (int, float), None), latency_s=_field(body, "latency_s", (int, float), None),
-        queue_wait_s=float(_field(body, "queue_wait_s", (int, float), 0.0)),
-        started_at=float(_field(body, "started_at", (int, float), 0.0)),
-    )
-    request.app[COORDINATOR].request_done(done)
+    request.app[COORDINATOR].request_done(parse_request_done(await _json_object(request)))
     return web.json_response({"status": "ok"})
 
 
@@ -143,12 +122,12 @@ async def events(request: web.Request) -> web.Response:
 
 async def start_session(request: web.Request) -> web.Response:
     body = await _json_object(request)
-    labels = _field(body, "labels", dict, {})
+    labels = field(body, "labels", dict, {})
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
         raise BadRequest("labels: expected an object of strings")
     coordinator = request.app[COORDINATOR]
-    coordinator.start_session(_field(body, "session", str), _field(body, "harness", str, None), labels,
-                              float(_field(body, "started_at", (int, float), coordinator.clock())))
+    coordinator.start_session(field(body, "session", str), field(body, "harness", str, None), labels,
+                              float(field(body, "started_at", (int, float), coordinator.clock())))
     return web.json_response({"status": "ok"})
 
 
@@ -220,6 +199,7 @@ def build_app(coordinator: Coordinator, token: str | None = None) -> web.Applica
     app = web.Application(middlewares=[_middleware(token)], client_max_size=16 * 1024 * 1024)
     app[COORDINATOR] = coordinator
     app[METRICS] = CoordinatorMetrics(coordinator)
+    app[CHANNELS] = ChannelBook()
 
     async def background(app: web.Application) -> AsyncIterator[None]:
         async with aiohttp.ClientSession() as http:
@@ -244,6 +224,8 @@ def build_app(coordinator: Coordinator, token: str | None = None) -> web.Applica
     app.cleanup_ctx.append(background)
     app.router.add_post("/v1/admit", admit)
     app.router.add_post("/v1/requests/done", request_done)
+    app.router.add_get("/v1/leases", leases)
+    app.router.add_get("/v1/channel", channel)
     app.router.add_post("/v1/events", events)
     app.router.add_post("/v1/sessions", start_session)
     app.router.add_post("/v1/sessions/{session}/end", end_session)

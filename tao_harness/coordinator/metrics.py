@@ -46,6 +46,9 @@ class _StateCollector(Collector):
             ("tao_plan_discards", "Plan entries dropped by revalidation", counters.discards),
             ("tao_plans", "Plans solved", coordinator.counters.plans),
             ("tao_plan_fallbacks", "Plans decided by BFD after the DP state budget", coordinator.counters.fallbacks),
+            ("tao_leased_requests", "Requests a proxy sent on an admission lease", coordinator.counters.leased_requests),
+            ("tao_lease_races", "Requests sent on a lease revoked just before (ran unscheduled)",
+             coordinator.counters.lease_races),
         ):
             yield CounterMetricFamily(name, help_text, value=value)
         solve = sorted(coordinator.counters.solve_ms)

@@ -86,6 +86,10 @@ class ReplicaRegistry:
     def spec(self, replica_id: str) -> ReplicaSpec:
         return next(s for s in self.specs if s.id == replica_id)
 
+    @property
+    def ids(self) -> frozenset[str]:
+        return frozenset(self.loads)
+
     def up(self) -> tuple[ReplicaSpec, ...]:
         return tuple(s for s in self.specs if not self.loads[s.id].down and self.loads[s.id].capacity_tokens)
 

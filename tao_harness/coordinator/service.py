@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from tao_harness.config import ReplicaSpec, TaoConfig
 from tao_harness.coordinator import records
+from tao_harness.coordinator.leases import Lease, LeaseBook
 from tao_harness.coordinator.replicas import ReplicaRegistry
 from tao_harness.coordinator.state import ClusterState
 from tao_harness.events import ToolEnd, ToolEvent, ToolStart
@@ -94,6 +95,10 @@ class PlanSummary:
 class CoordinatorCounters:
     plans: int = 0
     fallbacks: int = 0
+    # Requests a proxy sent on an admission lease (no admission round trip).
+    leased_requests: int = 0
+    # Of those, requests sent on a lease revoked just before: they ran unscheduled.
+    lease_races: int = 0
     solve_ms: deque[float] = field(default_factory=lambda: deque(maxlen=4096))
 
 
@@ -116,6 +121,7 @@ class Coordinator:
         self._pending: dict[str, _Pending] = {}
         self._sizes: dict[str, _SessionSize] = {}
         self._wake = asyncio.Event()
+        self.leases = LeaseBook(self._describe_lease)
 
     # ------------------------------------------------------------------ sessions and requests
 
@@ -153,8 +159,12 @@ class Coordinator:
         return size.tokens + max(0, estimate - size.estimate)
 
     async def admit(self, session: str, request_id: str, estimate: int, exclude: tuple[str, ...],
-                    wait_s: float) -> AdmitAnswer:
-        """Long-poll for an admission; the proxy calls again with the same request id while waiting."""
+                    wait_s: float, leased: str | None = None) -> AdmitAnswer:
+        """Long-poll for an admission; the proxy calls again with the same request id while waiting.
+
+        `leased` names the replica a proxy already sent the request to on an admission lease: the
+        coordinator records the request and never makes it wait.
+        """
         now = self.clock()
         self._ensure_session(session, now)
         self._sizes[session].last_seen = now
@@ -167,6 +177,8 @@ class Coordinator:
             tokens = self._estimate_tokens(session, estimate)
             node = self.state.on_request(session, tokens, now)
             self._sizes[session].estimate = estimate
+            if leased is not None:
+                return self._leased(session, leased, node, now)
             if node is not None and node not in exclude:
                 return self._answer(session, node, 0.0)
             oversized = self._oversized(tokens, exclude)
@@ -185,6 +197,19 @@ class Coordinator:
         except asyncio.TimeoutError:
             return AdmitAnswer(None, {}, self.clock() - pending.since)
         return self._answer(session, node, self.clock() - pending.since)
+
+    def _leased(self, session: str, leased: str, node: str | None, now: float) -> AdmitAnswer:
+        self.counters.leased_requests += 1
+        if node != leased:
+            # The revocation was still on its way to the proxy; the request already runs on `leased`.
+            self.counters.lease_races += 1
+            log.info("session %s sent on a revoked lease to %s (holds %s): runs unscheduled", session, leased, node)
+            if node is None:
+                self.state.on_request_withdrawn(session, now)
+            else:
+                self.state.release(session, now)
+            self.wake()
+        return self._answer(session, leased, 0.0)
 
     def _oversized(self, tokens: int, exclude: tuple[str, ...]) -> str | None:
         """The largest up replica when `tokens` (+ reserve) exceed every up replica's capacity, else None."""
@@ -261,7 +286,17 @@ class Coordinator:
     # ------------------------------------------------------------------ planning
 
     def wake(self) -> None:
+        self.publish_leases()
         self._wake.set()
+
+    def publish_leases(self) -> None:
+        """Every state change passes here (through `wake` or a plan): proxies learn holder changes at once."""
+        node_of = self.state.node_of
+        self.leases.sync({session: node for session in self._sizes if (node := node_of(session)) is not None})
+
+    def _describe_lease(self, session: str, node: str) -> Lease:
+        spec = self.registry.spec(node)
+        return Lease(session, node, spec.base_url, tuple(pin_headers(spec, session).items()))
 
     async def planning_loop(self) -> None:
         while True:
@@ -296,6 +331,7 @@ class Coordinator:
         self.end_idle_sessions(now)
         if self.state.expire_admissions(now):
             log.info("gave back admissions whose requests did not come in time")
+            self.publish_leases()
         self.state.refresh_predictions(now)
         if not self.state.needs_plan():
             return None
@@ -305,6 +341,7 @@ class Coordinator:
         plan = await asyncio.to_thread(self.policy.plan, snapshot)
         solve_ms = (time.perf_counter() - started) * 1e3
         result = self.state.apply(plan, signatures, self.clock())
+        self.publish_leases()
         for admission in result.admitted:
             pending = self._pending.get(admission.session)
             if admission.dispatch and pending is not None and not pending.future.done():

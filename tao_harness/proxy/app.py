@@ -23,7 +23,9 @@ from aiohttp import web
 
 from tao_harness.config import ProxyConfig, ReplicaSpec
 from tao_harness.proxy.coordinator_client import Admission, AdmitRequest, CoordinatorClient, RequestReport
+from tao_harness.proxy.channel import CoordinatorChannel
 from tao_harness.proxy.identity import SessionIdentity, identify_session
+from tao_harness.proxy.leases import LeaseTable
 from tao_harness.proxy.routing import AffinityRouter, pin_headers
 from tao_harness.proxy.usage import ApiKind, UsageTracker
 
@@ -49,12 +51,22 @@ class ProxyState:
     http: aiohttp.ClientSession
     router: AffinityRouter
     coordinator: CoordinatorClient | None
-    # Completion reports still on their way to the coordinator, per session. Sent after the response so
-    # the client's connection is free at once; the session's next admission waits for it (order matters).
+    # The coordinator's holders, kept by the coordinator channel (empty without one).
+    leases: LeaseTable = field(default_factory=LeaseTable)
+    # Messages to the coordinator still on their way, per session: the last of a chain in which each
+    # waits for the one before (a report must not overtake the request's own lease notice). Sent after
+    # the response so the client's connection is free at once; the next admission waits for them.
     reports: dict[str, asyncio.Task[None]] = field(default_factory=dict)
 
     def send_report(self, session: str, report: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(report)
+        previous = self.reports.get(session)
+
+        async def in_order() -> None:
+            if previous is not None:
+                await asyncio.wait([previous])
+            await report
+
+        task = asyncio.create_task(in_order())
         self.reports[session] = task
 
         def forget(done: asyncio.Task[None]) -> None:
@@ -87,6 +99,14 @@ def _forward_headers(request: web.Request, extra: dict[str, str], request_id: st
 async def _choose_replica(state: ProxyState, identity: SessionIdentity, api: ApiKind | None,
                           request_id: str, body_size: int, exclude: tuple[str, ...]) -> Admission | None:
     if api is not None and state.coordinator is not None:
+        lease = state.leases.get(identity.session) if not exclude else None
+        if lease is not None and state.coordinator.available:
+            state.send_report(identity.session, state.coordinator.record_leased(AdmitRequest(
+                session=identity.session, request_id=request_id, api=api, path=identity.path,
+                prompt_tokens_estimate=body_size // BYTES_PER_TOKEN, identity_source=identity.source,
+                leased=lease.replica,
+            )))
+            return lease
         previous = state.reports.get(identity.session)
         if previous is not None:
             await asyncio.shield(previous)
@@ -167,6 +187,8 @@ class _Report:
         self.sent = True
         if status == "ok":
             self.state.router.remember(self.session, self.admission.replica)
+        else:  # the coordinator frees the session's hold; no request may go out on it meanwhile
+            self.state.leases.drop(self.session)
         if self.state.coordinator is None:
             return
         usage = tracker.finish() if tracker is not None else None
@@ -246,9 +268,17 @@ def build_app(config: ProxyConfig, replicas: tuple[ReplicaSpec, ...], token: str
                                   config.coordinator_grace_s, token)
                 if config.coordinator_url else None
             )
-            app[STATE] = ProxyState(config, http, AffinityRouter(replicas), coordinator)
+            app[STATE] = state = ProxyState(config, http, AffinityRouter(replicas), coordinator)
+            following = None
+            if coordinator is not None and config.admission_leases:
+                coordinator.channel = CoordinatorChannel(config.coordinator_url or "", http, coordinator.headers,
+                                                         state.leases)
+                following = asyncio.create_task(coordinator.channel.run())
             yield
-            await asyncio.gather(*app[STATE].reports.values(), return_exceptions=True)
+            await asyncio.gather(*state.reports.values(), return_exceptions=True)
+            if following is not None:
+                following.cancel()
+                await asyncio.gather(following, return_exceptions=True)
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})

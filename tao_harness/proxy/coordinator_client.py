@@ -13,9 +13,12 @@ import asyncio
 import logging
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
+
+if TYPE_CHECKING:
+    from tao_harness.proxy.channel import CoordinatorChannel
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,8 @@ class AdmitRequest:
     exclude: tuple[str, ...] = ()
     # How the session was identified (proxy.identity rule), for the coordinator's log.
     identity_source: str = "tao-header"
+    # The replica the request was already sent to on an admission lease; None asks for an admission.
+    leased: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +78,10 @@ class CoordinatorClient:
         self._http = http
         self._poll_s = poll_s
         self._grace_s = grace_s
-        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._down_until = 0.0
+        # Set by the proxy once built: reports and lease notices go over it while it is open.
+        self.channel: CoordinatorChannel | None = None
 
     @property
     def available(self) -> bool:
@@ -90,9 +97,12 @@ class CoordinatorClient:
             return None
         try:
             async with self._http.post(
-                self._base + path, json=body, headers=self._headers,
+                self._base + path, json=body, headers=self.headers,
                 timeout=aiohttp.ClientTimeout(total=timeout_s),
             ) as response:
+                if response.status == 409:  # up, but the request does not fit the session's state
+                    log.info("coordinator refused %s: %s", path, (await response.text())[:200])
+                    return None
                 if response.status >= 400:
                     self._mark_down(f"HTTP {response.status} from {path}")
                     return None
@@ -105,6 +115,8 @@ class CoordinatorClient:
     async def admit(self, request: AdmitRequest) -> Admission | None:
         """Wait until admitted; None means fail open."""
         body = asdict(request) | {"wait_s": self._poll_s}
+        if self.channel is not None:  # the coordinator first applies this session's messages sent so far
+            body["channel"], body["after_seq"] = self.channel.position(request.session)
         while True:
             answer = await self._post("/v1/admit", body, self._poll_s + self._grace_s)
             if answer is None:
@@ -124,5 +136,13 @@ class CoordinatorClient:
                 self._mark_down(f"unexpected admission status {answer.get('status')!r}")
                 return None
 
+    async def record_leased(self, request: AdmitRequest) -> None:
+        """Tell the coordinator about a request already sent on a lease (it answers at once)."""
+        body = asdict(request) | {"wait_s": 0}
+        if self.channel is None or not await self.channel.send("leased", request.session, body):
+            await self._post("/v1/admit", body, self._grace_s)
+
     async def report(self, report: RequestReport) -> None:
-        await self._post("/v1/requests/done", asdict(report), self._grace_s)
+        body = asdict(report)
+        if self.channel is None or not await self.channel.send("done", report.session, body):
+            await self._post("/v1/requests/done", body, self._grace_s)

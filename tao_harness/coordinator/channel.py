@@ -1,0 +1,123 @@
+"""`GET /v1/channel`: one WebSocket per proxy for the messages on every request's path.
+
+A proxy sends completion reports and lease notices here instead of one HTTP request each (the HTTP
+routes stay for everything else), and receives the lease table as it changes. Messages of one channel
+are applied in the order sent. An admission that a proxy asks for over HTTP names the channel and the
+sequence number of that session's last message (`channel`, `after_seq`), and waits until the channel
+has applied it, so a report can never be overtaken by the next request's admission.
+
+Proxy → coordinator: `{"seq": n, "type": "done"|"leased", "body": {...}}` (bodies as in the HTTP API).
+Coordinator → proxy: `{"type": "hello", "channel": id}` first, then `{"type": "leases", ...}` (a
+`LeaseUpdate`), the whole table first and changes after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+from dataclasses import dataclass, field
+
+from aiohttp import WSMsgType, web
+
+from tao_harness.coordinator.inputs import BadRequest, parse_admit, parse_request_done
+from tao_harness.coordinator.records import SessionStateError
+from tao_harness.coordinator.service import Coordinator
+
+log = logging.getLogger(__name__)
+
+LEASE_POLL_S = 30.0
+# Longest an admission waits for its session's earlier channel messages before going ahead anyway.
+APPLY_WAIT_S = 5.0
+
+
+@dataclass
+class ChannelLink:
+    # Sequence number of the last message applied.
+    applied: int = 0
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class ChannelBook:
+    """The open channels and how far each has been applied."""
+
+    def __init__(self) -> None:
+        self._links: dict[str, ChannelLink] = {}
+        self._ids = itertools.count(1)
+
+    def open(self) -> tuple[str, ChannelLink]:
+        channel = str(next(self._ids))
+        self._links[channel] = link = ChannelLink()
+        return channel, link
+
+    def close(self, channel: str) -> None:
+        link = self._links.pop(channel, None)
+        if link is not None:
+            link.changed.set()  # nothing more will be applied: release any admission waiting on it
+
+    async def wait_applied(self, channel: str | None, seq: int, timeout_s: float = APPLY_WAIT_S) -> None:
+        """Until the channel applied message `seq`, it closed, or `timeout_s` passed."""
+        link = self._links.get(channel) if channel is not None else None
+        while link is not None and link.applied < seq and channel in self._links:
+            try:
+                await asyncio.wait_for(link.changed.wait(), timeout_s)
+            except asyncio.TimeoutError:
+                log.warning("channel %s did not apply message %d in %.1f s; admitting anyway", channel, seq,
+                            timeout_s)
+                return
+
+    def applied(self, link: ChannelLink, seq: int) -> None:
+        link.applied = seq
+        link.changed.set()
+        link.changed = asyncio.Event()
+
+
+async def serve_channel(request: web.Request, coordinator: Coordinator, book: ChannelBook) -> web.WebSocketResponse:
+    ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=16 * 1024 * 1024)
+    await ws.prepare(request)
+    channel, link = book.open()
+    await ws.send_json({"type": "hello", "channel": channel})
+    pusher = asyncio.create_task(_push_leases(ws, coordinator))
+    try:
+        async for message in ws:
+            if message.type is WSMsgType.TEXT:
+                book.applied(link, await _apply(coordinator, message.data, link.applied + 1))
+    finally:
+        pusher.cancel()
+        book.close(channel)
+    return ws
+
+
+async def _apply(coordinator: Coordinator, text: str, expected_seq: int) -> int:
+    """Apply one message; returns its sequence number (a malformed one counts as applied: it never will be)."""
+    seq = expected_seq
+    try:
+        message = json.loads(text)
+        seq, kind, body = int(message["seq"]), message["type"], message["body"]
+        if not isinstance(body, dict):
+            raise BadRequest("body: expected a JSON object")
+        if kind == "done":
+            coordinator.request_done(parse_request_done(body))
+        elif kind == "leased":
+            given = parse_admit(body, coordinator.registry.ids)
+            if given.leased is None:
+                raise BadRequest("leased: missing field")
+            await coordinator.admit(given.session, given.request_id, given.estimate, (), 0.0, given.leased)
+        else:
+            raise BadRequest(f"type: expected done or leased, got {kind!r}")
+    except (ValueError, KeyError, TypeError, BadRequest, SessionStateError) as exc:
+        log.warning("channel message %d dropped: %s", seq, exc)
+    return seq
+
+
+async def _push_leases(ws: web.WebSocketResponse, coordinator: Coordinator) -> None:
+    leases, seq = coordinator.leases, -1
+    try:
+        while not ws.closed:
+            update = await leases.wait(seq, leases.instance if seq >= 0 else None, LEASE_POLL_S)
+            if update.leases or update.reset:
+                await ws.send_json({"type": "leases", **update.to_json()})
+            seq = update.seq
+    except (ConnectionResetError, RuntimeError):  # the proxy went away; the reader loop ends the channel
+        pass

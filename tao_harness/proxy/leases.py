@@ -1,0 +1,54 @@
+"""The proxy's copy of the coordinator's admission leases (see `tao_harness.coordinator.leases`).
+
+Filled by the coordinator channel (`tao_harness.proxy.channel`) and only trusted while that channel is
+open: a lost channel clears it, so a proxy cut off from the coordinator never sends requests on leases
+it can no longer see revoked (it falls back to admissions, and those fail open).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tao_harness.proxy.coordinator_client import Admission
+
+
+class LeaseTable:
+    def __init__(self) -> None:
+        self.instance: str | None = None
+        self.seq = -1
+        self._leases: dict[str, Admission] = {}
+
+    def get(self, session: str) -> Admission | None:
+        return self._leases.get(session)
+
+    def drop(self, session: str) -> None:
+        """Forget a lease the proxy knows is void (its request failed) before the coordinator says so."""
+        self._leases.pop(session, None)
+
+    def clear(self) -> None:
+        self.instance, self.seq = None, -1
+        self._leases.clear()
+
+    def __len__(self) -> int:
+        return len(self._leases)
+
+    def apply(self, update: dict[str, Any]) -> None:
+        """Fold one lease update in; a malformed one raises ValueError (the caller clears the table)."""
+        try:
+            instance, seq, reset = str(update["instance"]), int(update["seq"]), bool(update["reset"])
+            changes = [(str(item["session"]), item.get("replica")) for item in update["leases"]]
+            leases = {
+                session: Admission(str(replica), str(item["base_url"]),
+                                   {str(k): str(v) for k, v in (item.get("headers") or {}).items()})
+                for (session, replica), item in zip(changes, update["leases"]) if replica is not None
+            }
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"malformed lease update: {exc!r}") from None
+        if reset or instance != self.instance:
+            self._leases.clear()
+        for session, replica in changes:
+            if replica is None:
+                self._leases.pop(session, None)
+            else:
+                self._leases[session] = leases[session]
+        self.instance, self.seq = instance, seq
