@@ -222,6 +222,11 @@ def build_app(coordinator: Coordinator, token: str | None = None) -> web.Applica
                 await asyncio.to_thread(coordinator.writer.close)
 
     app.cleanup_ctx.append(background)
+
+    async def close_channels(app: web.Application) -> None:
+        await app[CHANNELS].close_all()
+
+    app.on_shutdown.append(close_channels)
     app.router.add_post("/v1/admit", admit)
     app.router.add_post("/v1/requests/done", request_done)
     app.router.add_get("/v1/leases", leases)

@@ -19,7 +19,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 
-from aiohttp import WSMsgType, web
+from aiohttp import WSCloseCode, WSMsgType, web
 
 from tao_harness.coordinator.inputs import BadRequest, parse_admit, parse_request_done
 from tao_harness.coordinator.records import SessionStateError
@@ -34,6 +34,7 @@ APPLY_WAIT_S = 5.0
 
 @dataclass
 class ChannelLink:
+    ws: web.WebSocketResponse
     # Sequence number of the last message applied.
     applied: int = 0
     changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -46,10 +47,15 @@ class ChannelBook:
         self._links: dict[str, ChannelLink] = {}
         self._ids = itertools.count(1)
 
-    def open(self) -> tuple[str, ChannelLink]:
+    def open(self, ws: web.WebSocketResponse) -> tuple[str, ChannelLink]:
         channel = str(next(self._ids))
-        self._links[channel] = link = ChannelLink()
+        self._links[channel] = link = ChannelLink(ws)
         return channel, link
+
+    async def close_all(self) -> None:
+        """At shutdown: a channel would otherwise hold the server open until its shutdown timeout."""
+        await asyncio.gather(*(link.ws.close(code=WSCloseCode.GOING_AWAY, message=b"coordinator stopping")
+                               for link in list(self._links.values())), return_exceptions=True)
 
     def close(self, channel: str) -> None:
         link = self._links.pop(channel, None)
@@ -76,7 +82,7 @@ class ChannelBook:
 async def serve_channel(request: web.Request, coordinator: Coordinator, book: ChannelBook) -> web.WebSocketResponse:
     ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=16 * 1024 * 1024)
     await ws.prepare(request)
-    channel, link = book.open()
+    channel, link = book.open(ws)
     await ws.send_json({"type": "hello", "channel": channel})
     pusher = asyncio.create_task(_push_leases(ws, coordinator))
     try:

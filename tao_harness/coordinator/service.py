@@ -77,6 +77,8 @@ class _SessionSize:
     tokens: int = 0  # engine-reported prompt + completion of the last finished request
     estimate: int = 0  # the proxy's size estimate of that request (tokens)
     last_seen: float = 0.0  # last request, report or tool event (for the idle timeout)
+    # The request that moves the session through its lifecycle; others sent meanwhile ride along.
+    main_request: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,13 +172,17 @@ class Coordinator:
         self._sizes[session].last_seen = now
         pending = self._pending.get(session)
         if pending is None or pending.request_id != request_id:
-            if pending is not None:  # a newer request replaces one the proxy gave up on
-                self._abandon(session, pending)
+            if pending is not None:  # another request of the session waits: this one is admitted with it
+                return await self._await_admission(session, pending, wait_s)
+            side = self._side_request(session, request_id, leased)
+            if side is not None:
+                return side
             if exclude:
                 self._release_holder(session, now)
             tokens = self._estimate_tokens(session, estimate)
             node = self.state.on_request(session, tokens, now)
             self._sizes[session].estimate = estimate
+            self._sizes[session].main_request = request_id
             if leased is not None:
                 return self._leased(session, leased, node, now)
             if node is not None and node not in exclude:
@@ -192,11 +198,28 @@ class Coordinator:
             pending = _Pending(request_id, now, asyncio.get_running_loop().create_future())
             self._pending[session] = pending
             self.wake()
+        return await self._await_admission(session, pending, wait_s)
+
+    async def _await_admission(self, session: str, pending: _Pending, wait_s: float) -> AdmitAnswer:
         try:
             node = await asyncio.wait_for(asyncio.shield(pending.future), wait_s)
         except asyncio.TimeoutError:
             return AdmitAnswer(None, {}, self.clock() - pending.since)
+        except asyncio.CancelledError:
+            if pending.future.cancelled():  # the session ended or the waiting request was withdrawn
+                return AdmitAnswer(None, {}, self.clock() - pending.since)
+            raise
         return self._answer(session, node, self.clock() - pending.since)
+
+    def _side_request(self, session: str, request_id: str, leased: str | None) -> AdmitAnswer | None:
+        """A request sent while another of the session is in flight (Claude Code's side requests share
+        the session id): it runs beside it on the session's replica and leaves the lifecycle alone."""
+        node = self.state.node_of(session)
+        if self.state.phase(session) is not records.Phase.REASONING or node is None:
+            return None
+        if leased is not None:
+            self.counters.leased_requests += 1
+        return self._answer(session, leased or node, 0.0)
 
     def _leased(self, session: str, leased: str, node: str | None, now: float) -> AdmitAnswer:
         self.counters.leased_requests += 1
@@ -236,9 +259,12 @@ class Coordinator:
     def request_done(self, done: RequestDone) -> None:
         now = self.clock()
         pending = self._pending.get(done.session)
+        size = self._sizes.get(done.session)
         if pending is not None and pending.request_id == done.request_id:
             self._abandon(done.session, pending)  # cancelled while still waiting for admission
-        elif done.session in self._sizes and self.state.node_of(done.session) is not None:
+        elif size is not None and size.main_request != done.request_id:
+            pass  # a side request: recorded below, the session's lifecycle follows its main request
+        elif size is not None and self.state.node_of(done.session) is not None:
             if done.status == "ok":
                 self.state.on_request_done(done.session, done.usage, now)
                 if done.usage.prompt_tokens is not None:

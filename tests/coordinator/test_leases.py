@@ -121,3 +121,16 @@ async def test_a_request_on_a_revoked_lease_runs_and_is_counted(start_cluster: A
     assert cluster.coordinator.counters.lease_races == 1
     assert cluster.coordinator.state.node_of("late") is None  # unscheduled: holds no reservation
     assert refused[0] == 400 and "leased" in refused[1]["error"]["message"]
+
+
+async def test_concurrent_requests_of_one_session_are_all_served(start_cluster: Any) -> None:
+    # Claude Code sends side requests (titles, summaries) under the session id of the main loop.
+    cluster = await start_cluster(replicas=2)
+    client = openai.AsyncOpenAI(base_url=cluster.proxy_url + "/v1", api_key="dummy", max_retries=0,
+                                default_headers={"X-TAO-Session": "busy"})
+    replies = await asyncio.gather(*(client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": f"question {i} " * 50}]) for i in range(4)))
+    await client.close()
+    assert all(reply.choices for reply in replies)
+    proxy = cluster.proxy_server.app[STATE]
+    assert proxy.coordinator is not None and proxy.coordinator.available, "a refused admission is not an outage"
