@@ -2,10 +2,10 @@
 
 Per LLM request: identify the session, get a replica (coordinator admission, or local cache affinity
 when the coordinator is unavailable), forward with pinning headers, pass the response through chunk by
-chunk while a `UsageTracker` watches it, then report usage and timing. Connect failures before the
-first byte are retried on another replica. A client that disconnects cancels the handler (aiohttp
-`handler_cancellation`), which closes the upstream request and reports the request as cancelled, so
-its admission is freed at once.
+chunk while a `UsageTracker` watches it, then report usage and timing. A replica that fails is
+replaced (proxy.failover): afresh before the client got content, by a continuation of the answer after.
+A client that disconnects cancels the handler (aiohttp `handler_cancellation`), which closes the
+upstream request and reports the request as cancelled, so its admission is freed at once.
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ import aiohttp
 from aiohttp import web
 
 from tao_harness.config import ProxyConfig, ReplicaSpec
-from tao_harness.proxy.coordinator_client import Admission, AdmitRequest, CoordinatorClient, RequestReport
 from tao_harness.proxy.channel import CoordinatorChannel
+from tao_harness.proxy.coordinator_client import Admission, AdmitRequest, CoordinatorClient, RequestReport
+from tao_harness.proxy.failover import Relay, Retry
 from tao_harness.proxy.identity import SessionIdentity, identify_session
 from tao_harness.proxy.leases import LeaseTable
 from tao_harness.proxy.routing import AffinityRouter, pin_headers
+from tao_harness.proxy.splice import Unresumable
 from tao_harness.proxy.usage import ApiKind, UsageTracker
 
 log = logging.getLogger(__name__)
@@ -43,6 +45,8 @@ HOP_BY_HOP = frozenset(
 )
 # A rough prompt-size estimate from the body: ~4 bytes of JSON per token.
 BYTES_PER_TOKEN = 4
+# The in-band error of an answer no replica could finish.
+_CUT = "the replica failed mid-response and no other replica could continue it; send the request again"
 
 
 @dataclass
@@ -145,17 +149,18 @@ async def handle(request: web.Request) -> web.StreamResponse:
     api = GENERATION_PATHS.get(identity.path) if request.method == "POST" else None
     streaming = isinstance(body, dict) and body.get("stream") is True
     request_id = request.headers.get("X-Request-Id") or f"tao-{uuid.uuid4().hex}"
+    relay = Relay(api, identity.path, request.query_string, body, streaming)
     exclude: tuple[str, ...] = ()
     for _attempt in range(state.config.connect_retries + 1):
         admission = await _choose_replica(state, identity, api, request_id, len(raw), exclude)
         if admission is None:
-            return _error(503, "no replica available")
+            return await relay.give_up(request, _CUT, _error(503, "no replica available"))
         report = _Report(state, identity.session, request_id, admission, started, clock0)
+        headers = _forward_headers(request, admission.headers, request_id)
         try:
+            path, data = await relay.next_request(state.http, admission.base_url, headers, raw)
             upstream = await state.http.request(
-                request.method, admission.base_url.rstrip("/") + identity.path + (
-                    f"?{request.query_string}" if request.query_string else ""),
-                data=raw or None, headers=_forward_headers(request, admission.headers, request_id),
+                request.method, admission.base_url.rstrip("/") + path, data=data or None, headers=headers,
                 auto_decompress=False, timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
             )
         # ClientOSError covers refused connects and a reset before the headers (replica killed mid-request).
@@ -164,11 +169,17 @@ async def handle(request: web.Request) -> web.StreamResponse:
             await report.send("connect_error", None, None)
             exclude += (admission.replica,)
             continue
+        except Unresumable as exc:
+            await report.send("error", None, None)
+            return await relay.give_up(request, f"{_CUT} ({exc})", _error(502, str(exc)))
         try:
-            return await _pass_through(request, upstream, report, api, streaming)
+            return await _pass_through(request, upstream, report, api, relay)
+        except Retry:
+            exclude += (admission.replica,)
         finally:
             upstream.release()
-    return _error(502, f"replicas {', '.join(exclude)} refused the connection")
+    refused = _error(502, f"replicas {', '.join(exclude)} refused the connection")
+    return await relay.give_up(request, _CUT, refused)
 
 
 class _Report:
@@ -203,58 +214,49 @@ class _Report:
         ))
 
 
-async def _pass_through(request: web.Request, upstream: aiohttp.ClientResponse, report: _Report,
-                        api: ApiKind | None, streaming: bool) -> web.StreamResponse:
+def _client_response(upstream: aiohttp.ClientResponse) -> web.StreamResponse:
     response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
     for name, value in upstream.headers.items():
         if name.lower() not in HOP_BY_HOP:
             response.headers.add(name, value)
     if upstream.content_length is not None:
         response.content_length = upstream.content_length
-    tracker = UsageTracker(api or "openai", streaming) if api is not None else None
+    return response
+
+
+async def _pass_through(request: web.Request, upstream: aiohttp.ClientResponse, report: _Report,
+                        api: ApiKind | None, relay: Relay) -> web.StreamResponse:
+    tracker = UsageTracker(api or "openai", relay.streaming) if api is not None else None
     status = "cancelled"
     try:
-        await response.prepare(request)
+        await relay.open(request, _client_response(upstream), upstream)
         async for chunk in upstream.content.iter_any():
             if tracker is not None and tracker.feed(chunk) and report.ttft_s is None:
                 report.ttft_s = time.monotonic() - report.clock0
-            await response.write(chunk)
-        await response.write_eof()
+            await relay.write(request, chunk, tracker is not None and tracker.first_token_seen)
+        await relay.finish(request)
         status = "ok" if upstream.status < 400 else "error"
-        return response
+        return relay.response
     except (ConnectionResetError, aiohttp.ClientConnectionResetError):
-        return response  # the client went away: reported as cancelled below
+        return relay.response  # the client went away: reported as cancelled below
     except aiohttp.ClientError as exc:
-        # The replica failed mid-response; bytes already reached the client, so no retry is possible.
+        # Before any byte reached the client this counts as a refused connection; after, the replica
+        # failed mid-response and another one continues the answer where possible.
         log.warning("replica %s failed during %s: %s", report.admission.replica, report.request_id, exc)
+        status = "error" if relay.started else "connect_error"
+        if relay.failed():
+            raise Retry from exc
+        log.warning("%s cannot be continued: %s", report.request_id, relay.unresumable)
+        return await relay.give_up(request, _CUT, relay.response)
+    except Unresumable as exc:
         status = "error"
-        await _fail_visibly(request, response, api, streaming, f"replica {report.admission.replica} failed "
-                            "mid-response; send the request again")
-        return response
+        return await relay.give_up(request, f"{_CUT} ({exc})", relay.response)
     finally:
         if api is not None:
             # A task of its own: a cancelled handler must still free its admission.
             report.state.send_report(report.session, report.send(status, upstream.status, tracker))
         elif status == "ok":
             report.state.router.remember(report.session, report.admission.replica)
-
-
-async def _fail_visibly(request: web.Request, response: web.StreamResponse, api: ApiKind | None,
-                        streaming: bool, message: str) -> None:
-    """End a cut-off answer so the client sees an error, never a reply that merely stops early."""
-    try:
-        if streaming and api is not None:  # an in-band error event, as vLLM and Anthropic send
-            if api == "anthropic":
-                event = {"type": "error", "error": {"type": "api_error", "message": message}}
-                await response.write(f"event: error\ndata: {json.dumps(event)}\n\n".encode())
-            else:
-                event = {"error": {"message": message, "type": "proxy_error", "code": 502}}
-                await response.write(f"data: {json.dumps(event)}\n\n".encode())
-            await response.write_eof()
-        elif request.transport is not None:
-            request.transport.close()  # the body is incomplete: the client gets a payload error
-    except (ConnectionResetError, aiohttp.ClientConnectionResetError):
-        pass
 
 
 def build_app(config: ProxyConfig, replicas: tuple[ReplicaSpec, ...], token: str | None = None) -> web.Application:

@@ -12,11 +12,12 @@ submit command instead of a text answer. Requests without tools (titles, probes)
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 from tao_harness.replica import tokenizer
 from tao_harness.replica.chat import ChatRequest, Reply, ToolCall, ToolSpec, canonical_json
 from tao_harness.replica.scenario import Scenario, ScenarioTurn
-from tao_harness.replica.template import reply_tokens
+from tao_harness.replica.template import continuation_start, reply_tokens
 
 SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 SUBMIT_COMMAND = f"echo {SUBMIT_MARKER}"
@@ -73,6 +74,23 @@ def script_reply(request: ChatRequest, scenario: Scenario, call_id_prefix: str) 
     if request.ignore_eos and request.max_tokens:
         return _padded(reply, request.max_tokens, request.tool_results)
     return reply
+
+
+def continue_reply(request: ChatRequest, scenario: Scenario, call_id_prefix: str) -> tuple[Reply, int]:
+    """The scripted reply and how many of its tokens the prompt already holds (0 unless continuing).
+
+    With vLLM's `continue_final_message` the final assistant message is the start of the reply (a proxy
+    failing a stream over sends what the client already has): the reply is scripted for the conversation
+    before it, at its whole length (`max_tokens` counts only the new tokens), and resumes after it.
+    """
+    if not request.continue_final_message:
+        return script_reply(request, scenario, call_id_prefix), 0
+    prefill = request.messages[-1].text
+    whole = request.max_tokens + tokenizer.count(prefill) if request.max_tokens is not None else None
+    before = replace(request, messages=request.messages[:-1], continue_final_message=False,
+                     add_generation_prompt=True, max_tokens=whole)
+    reply = script_reply(before, scenario, call_id_prefix)
+    return reply, continuation_start(reply_tokens(reply), prefill)
 
 
 def _script_reply(request: ChatRequest, scenario: Scenario, call_id_prefix: str) -> Reply:

@@ -1,8 +1,8 @@
 """The replica's aiohttp application: one engine and driver task per data-parallel rank, and the routes.
 
 Endpoints: OpenAI `/v1/chat/completions`, `/v1/completions`, `/v1/models`; Anthropic `/v1/messages`
-(`?beta=true` is accepted, as Claude Code sends it) and `/v1/messages/count_tokens`; `/health`;
-`/metrics`. Engines and driver tasks are created in `cleanup_ctx` and cancelled there on shutdown.
+(`?beta=true` is accepted, as Claude Code sends it) and `/v1/messages/count_tokens`; vLLM's `/tokenize`;
+`/health`; `/metrics`. Engines and driver tasks are created in `cleanup_ctx` and cancelled there on shutdown.
 """
 
 from __future__ import annotations
@@ -84,4 +84,5 @@ def build_app(settings: ReplicaConfig, scenario: Scenario) -> web.Application:
     app.router.add_post("/v1/completions", routes.completions)
     app.router.add_post("/v1/messages", routes.messages)
     app.router.add_post("/v1/messages/count_tokens", routes.count_tokens)
+    app.router.add_post("/tokenize", routes.tokenize)
     return app

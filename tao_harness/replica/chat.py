@@ -94,6 +94,10 @@ class ChatRequest:
     max_tokens: int | None = None
     ignore_eos: bool = False  # vLLM's sampling flag: the reply runs to max_tokens whatever the script says
     raw_prompt: str | None = None  # /v1/completions: the prompt text, rendered without a template
+    # vLLM's chat-template flags: the prompt ends with the assistant header (a new reply), or the final
+    # assistant message is left open and the reply continues it (a prefill, `continue_final_message`).
+    add_generation_prompt: bool = True
+    continue_final_message: bool = False
     request_id: str = ""
 
     @property

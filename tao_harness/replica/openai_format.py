@@ -4,7 +4,9 @@ Shapes follow vLLM's OpenAI server: `chatcmpl-…` ids, `chatcmpl-tool-…` tool
 chunk with `delta.role`, tool calls streamed as a header delta (id, type, name, empty arguments) and then
 argument deltas, a final chunk carrying `finish_reason`, and with `stream_options.include_usage` a last
 chunk with empty `choices` and the usage. `usage.prompt_tokens_details.cached_tokens` appears only when
-the prefix cache hit (vLLM with `--enable-prompt-tokens-details`). Unknown fields are ignored and any
+the prefix cache hit (vLLM with `--enable-prompt-tokens-details`). vLLM's template extras are honoured:
+`continue_final_message` (with `add_generation_prompt: false`; both true is vLLM's 400) continues a final
+assistant message, as the proxy asks when it fails a stream over. Unknown fields are ignored and any
 model name is accepted (the replica serves one emulated model under every name).
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from tao_harness.replica.chat import (
     ChatMessage,
@@ -74,6 +76,18 @@ class ChatBody(WireModel):
     max_tokens: int | None = Field(None, ge=1)
     max_completion_tokens: int | None = Field(None, ge=1)
     ignore_eos: bool = False  # vLLM sampling extra: generate exactly max_tokens (benchmark replays)
+    add_generation_prompt: bool = True  # vLLM chat-template extras, as in vLLM's ChatCompletionRequest
+    continue_final_message: bool = False
+
+    @model_validator(mode="after")
+    def _one_template_ending(self) -> ChatBody:
+        if self.continue_final_message and self.add_generation_prompt:
+            raise ValueError("Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
+        final = self.messages[-1]
+        if self.continue_final_message and (final.role != "assistant" or final.tool_calls):
+            # vLLM would continue any final message; the scripted model only continues its own text.
+            raise ValueError("continue_final_message needs a final assistant message without tool calls")
+        return self
 
 
 class CompletionBody(WireModel):
@@ -112,6 +126,8 @@ def parse_chat(body: ChatBody, request_id: str) -> ChatRequest:
         include_usage=bool(body.stream_options and body.stream_options.include_usage),
         max_tokens=body.max_completion_tokens or body.max_tokens,
         ignore_eos=body.ignore_eos,
+        add_generation_prompt=body.add_generation_prompt,
+        continue_final_message=body.continue_final_message,
         request_id=request_id,
     )
 

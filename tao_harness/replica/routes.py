@@ -17,13 +17,14 @@ from typing import Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from tao_harness.replica import anthropic_format, openai_format
-from tao_harness.replica.agent import reasoning_text, script_reply
-from tao_harness.replica.chat import ChatRequest, Progress, Reply, ReplyFormatter, ReplyToken, Usage
+from tao_harness.replica import anthropic_format, openai_format, tokenizer
+from tao_harness.replica.agent import continue_reply, reasoning_text, script_reply
+from tao_harness.replica.chat import (ChatRequest, Progress, Reply, ReplyFormatter, ReplyToken, Usage,
+                                     WireModel)
 from tao_harness.replica.errors import ApiError, error_body, is_anthropic_path, validation_message
 from tao_harness.replica.generation import EngineFailure, RankDriver, ReplyStream, start_reply
 from tao_harness.replica.keys import DRIVERS, RENDER_CACHE, ROUND_ROBIN, SCENARIO
-from tao_harness.replica.template import prompt_ids, reply_tokens
+from tao_harness.replica.template import Special, prompt_ids, reply_tokens
 
 Body = TypeVar("Body", bound=BaseModel)
 SESSION_HEADERS = ("X-Claude-Code-Session-Id", "x-session-id", "X-TAO-Session", "x-session-affinity")
@@ -70,13 +71,14 @@ def _session_id(request: web.Request) -> str | None:
 class _Run:
     """Prompt and reply of one request, cut to its max_tokens."""
 
-    def __init__(self, request: web.Request, chat: ChatRequest, reply: Reply) -> None:
+    def __init__(self, request: web.Request, chat: ChatRequest, reply: Reply, skip: int = 0) -> None:
+        """`skip`: leading reply tokens already in the prompt (a continued final message)."""
         self.driver = pick_driver(request)
         self.render_cache = request.app[RENDER_CACHE]
         self.session_id = _session_id(request)
         self.chat = chat
         self.reply = reply
-        tokens = reply_tokens(reply)
+        tokens = reply_tokens(reply)[skip:]
         limit = len(tokens) if chat.max_tokens is None else min(chat.max_tokens, len(tokens))
         self.tokens: list[ReplyToken] = tokens[:limit]
         self.truncated = limit < len(tokens)
@@ -146,7 +148,7 @@ async def _openai_response(
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     body = await read_body(request, openai_format.ChatBody)
     chat = openai_format.parse_chat(body, request_id(request))
-    run = _Run(request, chat, script_reply(chat, request.app[SCENARIO], openai_format.TOOL_CALL_ID_PREFIX))
+    run = _Run(request, chat, *continue_reply(chat, request.app[SCENARIO], openai_format.TOOL_CALL_ID_PREFIX))
     formatter = openai_format.ChatFormatter(chat, run.reply.tool_calls, run.truncated)
     return await _openai_response(request, run, formatter)
 
@@ -174,6 +176,23 @@ async def messages(request: web.Request) -> web.StreamResponse:
         ]
 
     return await _stream(request, run.start(), encode)
+
+
+class TokenizeBody(WireModel):
+    """vLLM's `POST /tokenize`, completion form (a prompt string)."""
+
+    model: str | None = None
+    prompt: str
+    add_special_tokens: bool = True
+
+
+async def tokenize(request: web.Request) -> web.Response:
+    """vLLM's `/tokenize`: the prompt's token ids and count (the proxy sizes a failed-over stream with it)."""
+    body = await read_body(request, TokenizeBody)
+    ids = [Special.BEGIN] if body.add_special_tokens else []
+    ids += tokenizer.encode(body.prompt)
+    max_model_len = request.app[DRIVERS][0].engine.max_model_len
+    return web.json_response({"count": len(ids), "max_model_len": max_model_len, "tokens": ids})
 
 
 async def count_tokens(request: web.Request) -> web.Response:

@@ -111,12 +111,20 @@ class RenderCache:
 
 
 def prompt_ids(request: ChatRequest, cache: RenderCache | None = None) -> list[int]:
-    """Prompt token ids: tools, the messages, then the generation prompt (the assistant header)."""
+    """Prompt token ids: tools, the messages, then the generation prompt (the assistant header).
+
+    With `continue_final_message` the final (assistant) message is left open — its header and text, no
+    end-of-message token — so prompt plus continuation equal the prompt plus the whole reply.
+    """
     if request.raw_prompt is not None:
         return [Special.BEGIN, *tokenizer.encode(request.raw_prompt)]
     memo = cache or RenderCache()
-    ids: list[int] = [Special.BEGIN]
     messages = request.messages
+    ending: list[int] = [Special.ASSISTANT] if request.add_generation_prompt else []
+    if request.continue_final_message:
+        ending = [Special.ASSISTANT, *tokenizer.encode(messages[-1].text)]
+        messages = messages[:-1]
+    ids: list[int] = [Special.BEGIN]
     # A leading system message goes before the tool list, as in common templates.
     if messages and messages[0].role == "system":
         ids += memo.get(messages[0], partial(_message_ids, messages[0]))
@@ -124,5 +132,19 @@ def prompt_ids(request: ChatRequest, cache: RenderCache | None = None) -> list[i
     ids += memo.get(request.tools, partial(_tools_ids, request.tools))
     for message in messages:
         ids += memo.get(message, partial(_message_ids, message))
-    ids.append(Special.ASSISTANT)
-    return ids
+    return ids + ending
+
+
+def continuation_start(tokens: list[ReplyToken], prefill: str) -> int:
+    """How many leading `tokens` spell `prefill`: a continuation generates the ones after them.
+
+    0 when `prefill` is not the start of the reply's text: the scripted model then plays its reply whole.
+    """
+    text = ""
+    for index, token in enumerate(tokens):
+        if text == prefill:
+            return index
+        if token.kind != "text" or not prefill.startswith(text + token.text):
+            return 0
+        text += token.text
+    return len(tokens) if text == prefill else 0

@@ -72,12 +72,7 @@ def test_coordinator_crash_fails_no_request_and_recovers(rows: dict[tuple[str, s
     _assert_met(rows, "coordinator killed")
 
 
-def test_replica_crash_loses_only_streams_cut_on_it(rows: dict[tuple[str, str], FaultRow]) -> None:
-    _assert_met(rows, "replica killed", skip=("requests lost (client-visible failures)",))
-    assert rows[("replica killed", "sessions re-placed on another replica")].value > 0
-
-
-@pytest.mark.xfail(reason="streams already running on a SIGKILLed replica reach the agent as an error; "
-                          "only the agent can resend them (the proxy cannot retry once bytes were sent)")
-def test_replica_crash_loses_no_request(rows: dict[tuple[str, str], FaultRow]) -> None:
+def test_replica_crash_loses_no_request_and_re_places_its_sessions(
+        rows: dict[tuple[str, str], FaultRow]) -> None:
     _assert_met(rows, "replica killed")
+    assert rows[("replica killed", "sessions re-placed on another replica")].value > 0

@@ -1,0 +1,108 @@
+"""Continuing an OpenAI chat-completions stream on another replica.
+
+The partial answer goes back as a final assistant message with vLLM's `continue_final_message: true` and
+`add_generation_prompt: false` (the template leaves that message open, the model continues its text;
+vLLM refuses both flags at once). The continuation's chunks get the client's stream id, `created` and
+model; its own role chunk is dropped (the client had one), and usage counts the partial answer as
+completion tokens, not prompt tokens, so the client's usage reads as if one replica had answered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tao_harness.proxy.splice import Continuation, Unresumable, count, dicts, encode_event, events
+
+# Fields of the first chunk every continuation chunk repeats, so the client sees one stream.
+_ENVELOPE = ("id", "created", "model", "system_fingerprint")
+
+
+def chat_continuation(body: dict[str, Any], seen: bytes) -> Continuation | str:
+    """How to continue the answer in `seen` (the client's SSE bytes), or why it cannot be continued."""
+    if body.get("n") not in (None, 1) or body.get("echo"):
+        return "the request asked for several choices or an echo"
+    final = dicts(body.get("messages"))[-1:]
+    if body.get("continue_final_message") and not (final and isinstance(final[0].get("content"), str)):
+        return "the request already continues a message that is not plain text"
+    envelope: dict[str, Any] = {}
+    text: list[str] = []
+    for _, chunk in events(seen):
+        if not isinstance(chunk, dict):
+            continue
+        if "error" in chunk:
+            return "the replica had already reported an error"
+        envelope = envelope or {key: chunk[key] for key in _ENVELOPE if key in chunk}
+        for choice in dicts(chunk.get("choices")):
+            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+            if delta.get("tool_calls"):
+                return "a tool call was being streamed"
+            if delta.get("reasoning_content") or delta.get("reasoning"):
+                return "reasoning was being streamed"
+            if choice.get("finish_reason"):
+                return "the answer had already ended"
+            text.append(delta.get("content") if isinstance(delta.get("content"), str) else "")
+    answer = "".join(text)
+    return Continuation(answer, str(body.get("model", "")),
+                        lambda done: continue_request(body, answer, done),
+                        lambda done: ChatSplice(envelope, done))
+
+
+def continue_request(body: dict[str, Any], text: str, done: int) -> dict[str, Any]:
+    """`body` asking the replica to continue `text` (`done` tokens of it were generated already)."""
+    messages = list(body.get("messages") or ())
+    if body.get("continue_final_message"):  # the client's own prefill: the text extends it
+        messages[-1] = {**messages[-1], "content": messages[-1]["content"] + text}
+    else:
+        messages.append({"role": "assistant", "content": text})
+    out = {**body, "messages": messages, "add_generation_prompt": False, "continue_final_message": True}
+    for key in ("max_tokens", "max_completion_tokens"):
+        limit = count(out.get(key))
+        if limit is not None:
+            if limit - done < 1:
+                raise Unresumable("the cut answer had already used its max_tokens")
+            out[key] = limit - done
+    if count(out.get("min_tokens")) is not None:
+        out["min_tokens"] = max(0, out["min_tokens"] - done)
+    return out
+
+
+def shift_usage(usage: dict[str, Any], done: int) -> dict[str, Any]:
+    """A continuation's OpenAI usage with the `done` prefill tokens moved from prompt to completion."""
+    prompt, completion = count(usage.get("prompt_tokens")), count(usage.get("completion_tokens"))
+    if prompt is None or completion is None:
+        return usage
+    prompt = max(0, prompt - done)
+    shifted = {**usage, "prompt_tokens": prompt, "completion_tokens": completion + done}
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and count(details.get("cached_tokens")) is not None:
+        shifted["prompt_tokens_details"] = {**details, "cached_tokens": min(prompt, details["cached_tokens"])}
+    return shifted
+
+
+class ChatSplice:
+    """Rewrites a continuation's chat-completion chunks into the rest of the client's stream."""
+
+    def __init__(self, envelope: dict[str, Any], done: int) -> None:
+        self._envelope = envelope
+        self._done = done
+
+    def rewrite(self, data: bytes) -> bytes:
+        out = bytearray()
+        for _, chunk in events(data):
+            if isinstance(chunk, dict) and "error" not in chunk:
+                if not self._keep(chunk):
+                    continue
+            out += encode_event(chunk)
+        return bytes(out)
+
+    def _keep(self, chunk: dict[str, Any]) -> bool:
+        """Fixes `chunk` in place; False for the continuation's own role chunk."""
+        chunk.update(self._envelope)
+        if isinstance(chunk.get("usage"), dict):
+            chunk["usage"] = shift_usage(chunk["usage"], self._done)
+        carries = chunk.get("usage") is not None
+        for choice in dicts(chunk.get("choices")):
+            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+            delta.pop("role", None)
+            carries = carries or choice.get("finish_reason") is not None or any(delta.values())
+        return carries
