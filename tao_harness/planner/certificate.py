@@ -4,8 +4,9 @@ Applies when every session may use every node and has cache credit on at most on
 case: a session's prefix lives where it last ran). Then, lexicographically:
 
 1. K only grows when a session sits on its credit node, and nodes do not share credited sessions, so
-   K* = Σ_b (best credit subset of node b's credited sessions that fits C̄_b) — a 1-D knapsack per node.
-   If each node's K-optimal subset X_b is unique, every optimal plan contains exactly those placements.
+   K* = Σ_b (best credit subset of node b's credited sessions that fits C̄_b) — a 1-D knapsack per node
+   (planner/credit.py). Every optimal plan contains one K-optimal subset X_b per node; the certificate
+   is computed for one choice of them (`forced`: the only one, unless credits tie).
    (A credited session left out of X_b cannot fit beside it, so it is worth (0, r, t) anywhere else.)
 2. Everything else is worth the same on every node. Relaxing the residual rooms into one bin of their
    total size gives a single 1-D knapsack whose optimum S* bounds (R, T, N) from above (the surrogate
@@ -13,9 +14,9 @@ case: a session's prefix lives where it last ran). Then, lexicographically:
 3. If S* can be split into the real residual rooms (sequential subset-sum fills, or best-fit), the bound
    is reached and the plan is optimal for the discretized problem.
 
-If step 1 does not apply (an ineligible pair, credit on two nodes, a tie for a K-optimal subset) the
-result is None; if step 3 fails the result is an unproven, K-optimal placement and the forced part, and
-planner/solve.py finishes the residual with the exact DP.
+If step 1 does not apply (an ineligible pair, credit on two nodes) the result is None; if step 3 fails
+the result is an unproven, K-optimal placement and the forced part, and planner/solve.py finishes the
+residual (branch and bound, then the exact DP).
 """
 
 from __future__ import annotations
@@ -24,68 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tao_harness.planner.credit import k_optimal_options
 from tao_harness.planner.problem import Packer, Problem
 
-_INT64_BITS = 62  # packed values must stay below 2^62 so sums of two never overflow int64
-_UNREACHABLE = -(1 << 60)
-
-
-def _credit_nodes(problem: Problem) -> tuple[list[int], list[int]] | None:
-    """Per session, the node with positive credit (-1 for none) and that credit; None if the certificate
-    cannot apply (an ineligible pair, or credit on several nodes)."""
-    nodes, credits = [], []
-    for row in problem.values:
-        if None in row:
-            return None
-        credited = [b for b, v in enumerate(row) if v[0] > 0]  # type: ignore[index]
-        if len(credited) > 1:
-            return None
-        nodes.append(credited[0] if credited else -1)
-        credits.append(row[credited[0]][0] if credited else 0)  # type: ignore[index]
-    return nodes, credits
-
-
-def unique_best_credit_subset(
-    items: list[int], size: list[int], credit: list[int], room: int
-) -> list[int] | None:
-    """The subset of `items` maximizing Σ credit within `room`, or None if more than one subset is optimal.
-
-    Exact-size DP: best[c] is the largest credit sum of a subset of total size exactly c and count[c] how
-    many subsets reach it (capped at 2). Credits are positive, so "unreachable" is a huge negative number
-    that can never tie with a reachable sum.
-    """
-    items = [i for i in items if size[i] <= room]
-    if sum(size[i] for i in items) <= room:
-        return items  # every credit is positive, so taking all is the only optimum
-    room = min(room, sum(size[i] for i in items))
-    best = np.full(room + 1, _UNREACHABLE, dtype=np.int64)
-    count = np.zeros(room + 1, dtype=np.int64)
-    best[0], count[0] = 0, 1
-    improved = []  # per item: where taking it strictly beat not taking it (for the walk back)
-    for i in items:
-        w, k = size[i], credit[i]
-        if w == 0:  # always taken; nothing else changes
-            best += k
-            improved.append(None)
-            continue
-        cand = best[:-w] + k
-        dst_best, dst_count = best[w:], count[w:]
-        better = cand > dst_best
-        merged = np.where(better, count[:-w], dst_count + count[:-w] * (cand == dst_best))
-        np.maximum(dst_best, cand, out=dst_best)
-        np.minimum(merged, 2, out=dst_count)
-        improved.append(better)
-    top = int(best.max())
-    if int(count[best == top].sum()) != 1:
-        return None
-    c = int(np.flatnonzero(best == top)[0])
-    chosen = []
-    for i, better in zip(reversed(items), reversed(improved)):
-        w = size[i]
-        if better is None or (c >= w and better[c - w]):
-            chosen.append(i)
-            c -= w
-    return chosen
+INT64_BITS = 62  # packed values must stay below 2^62 so sums of two never overflow int64
 
 
 def surrogate_knapsack(items: list[int], size: list[int], gain: list[int], capacity: int) -> list[int]:
@@ -122,7 +65,7 @@ def _fullest_fills(items: list[int], size: list[int], rooms: list[int]) -> list[
     return [(reach & ((1 << (room + 1)) - 1)).bit_length() - 1 for room in rooms]
 
 
-def _subset_sum_split(
+def subset_sum_split(
     items: list[int], size: list[int], rooms: list[int]
 ) -> tuple[dict[int, int], list[int]]:
     """Fill rooms smallest first, each as full as a subset of the remaining items allows.
@@ -192,34 +135,30 @@ def residual_problem(problem: Problem, forced: dict[int, int]) -> tuple[Problem,
     return sub, rest
 
 
-def certified_placement(problem: Problem, packer: Packer) -> Certificate | None:
-    """The certificate's outcome, or None when it does not apply to this problem.
+def certified_placement(
+    problem: Problem, packer: Packer, forced: dict[int, int] | None = None
+) -> Certificate | None:
+    """The certificate's outcome given the K-optimal placement `forced` (planner/credit.py; by default
+    the only one, None when there are several), or None when it does not apply to this problem.
 
     When the bound is not reached the placement is still a good feasible one (K-optimal, residual
     packed as far as the split got, the rest best-fit): the DP's incumbent.
     """
-    credit_info = _credit_nodes(problem)
-    if credit_info is None or packer.bits_without_k > _INT64_BITS:
-        return None
-    credit_node, credit = credit_info
-    size = list(problem.size)
-    forced: dict[int, int] = {}
-    rooms = list(problem.room)
-    groups: list[list[int]] = [[] for _ in range(problem.m)]
-    for i, b in enumerate(credit_node):
-        if b >= 0:
-            groups[b].append(i)
-    for b, group in enumerate(groups):
-        chosen = unique_best_credit_subset(group, size, credit, rooms[b]) if group else []
-        if chosen is None:
+    if forced is None:
+        options = k_optimal_options(problem, limit=1)
+        if options is None:
             return None
-        for i in chosen:
-            forced[i] = b
-            rooms[b] -= size[i]
+        forced = options[0]
+    if packer.bits_without_k > INT64_BITS:
+        return None
+    size = list(problem.size)
+    rooms = list(problem.room)
+    for i, b in forced.items():
+        rooms[b] -= size[i]
     rest = [i for i in range(problem.n) if i not in forced and size[i] <= max(rooms, default=0)]
     gain = [packer.pack((0, row[0][1], row[0][2])) for row in problem.values]  # type: ignore[index]
     chosen_rest = surrogate_knapsack(rest, size, gain, sum(_fullest_fills(rest, size, rooms)))
-    split, left = _subset_sum_split(chosen_rest, size, rooms)
+    split, left = subset_sum_split(chosen_rest, size, rooms)
     if left:
         split, left = best_fit(chosen_rest, size, rooms)
     if not left:

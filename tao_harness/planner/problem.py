@@ -118,7 +118,7 @@ class Solution:
 
     placement: Mapping[int, int]  # i -> b for the admitted sessions
     solver: str  # "dp" when proven optimal, "bfd" for best-fit-decreasing
-    states: int = 0  # DP states created
+    states: int = 0  # search effort: DP states created plus branch-and-bound nodes (0: certificate alone)
     fallback: bool = False  # the exact search ran out of its state budget
 
 

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tao_harness.planner.certificate import certified_placement, unique_best_credit_subset
+from tao_harness.planner.certificate import certified_placement
+from tao_harness.planner.credit import best_credit_subsets, k_optimal_options
 from tao_harness.planner.dp import BudgetExceeded, exact_dp
 from tao_harness.planner.problem import Packer, Problem, is_feasible
 from tao_harness.planner.reference import brute_force, milp_lexicographic, objective
@@ -99,12 +100,39 @@ def test_residual_dp_after_an_unproven_certificate_is_exact() -> None:
         assert objective(problem, dict(solution.placement)) == brute_force(problem), problem
 
 
-def test_unique_credit_subset_detects_ties() -> None:
+def test_best_credit_subsets_lists_every_tie() -> None:
     size, credit = [3, 3, 3], [5, 5, 7]
-    assert sorted(unique_best_credit_subset([0, 1, 2], size, credit, 6) or []) == []  # {0,2} and {1,2} tie
-    assert unique_best_credit_subset([0, 1, 2], size, credit, 6) is None
-    assert sorted(unique_best_credit_subset([0, 2], size, credit, 6) or []) == [0, 2]
-    assert unique_best_credit_subset([0, 1], [4, 3], [5, 6], 5) == [1]
+    ties = best_credit_subsets([0, 1, 2], size, credit, 6, limit=4)
+    assert ties is not None and sorted(sorted(t) for t in ties) == [[0, 2], [1, 2]]
+    assert best_credit_subsets([0, 1, 2], size, credit, 6, limit=1) is None  # more than the limit
+    assert best_credit_subsets([0, 2], size, credit, 6, limit=1) == [[0, 2]]
+    assert best_credit_subsets([0, 1], [4, 3], [5, 6], 5, limit=1) == [[1]]
+    # {0, 1} (size 4) and {2} (size 3) tie at credit 6 with different sizes
+    assert sorted(sorted(t) for t in best_credit_subsets([0, 1, 2], [2, 2, 3], [3, 3, 6], 4, limit=4) or []) \
+        == [[0, 1], [2]]
+
+
+def test_credit_ties_are_solved_exactly() -> None:
+    """Equal credits on one node: every K-optimal subset is finished, the best kept, no fallback."""
+    rng = random.Random(13)
+    tied = 0
+    for _ in range(200):
+        n, m = rng.randint(3, 8), rng.randint(1, 3)
+        values = []
+        for _ in range(n):
+            r, t, home = rng.randint(0, 1), rng.randint(0, 6), rng.randint(-1, m - 1)
+            values.append(tuple((rng.choice([2, 4]) if b == home else 0, r, t) for b in range(m)))
+        problem = Problem(tuple(f"s{i}" for i in range(n)), tuple(f"r{b}" for b in range(m)),
+                          tuple(rng.randint(1, 5) for _ in range(n)),
+                          tuple(rng.randint(2, 10) for _ in range(m)), tuple(values))
+        options = k_optimal_options(problem, limit=4)
+        if options is None or len(options) < 2:
+            continue  # no tie, or too many for the certificate (the DP then takes the whole)
+        tied += 1
+        solution = solve(problem, state_budget=10**6)
+        assert is_feasible(problem, solution.placement) and not solution.fallback
+        assert objective(problem, dict(solution.placement)) == brute_force(problem), problem
+    assert tied > 30
 
 
 def test_budget_exhaustion_falls_back_to_a_feasible_plan() -> None:

@@ -1,4 +1,5 @@
-"""The residual machinery: R* by packing the smallest ready sessions, the capped DP bound, local repair."""
+"""The residual machinery: R* by packing the smallest ready sessions, the capped DP bound, local repair,
+the nested bound and the branch and bound over room fillings (against brute force and the MILP)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ import random
 
 import pytest
 
+from tao_harness.planner import bins
+from tao_harness.planner.bins import solve_residual
 from tao_harness.planner.dp import exact_dp
 from tao_harness.planner.improve import improve
+from tao_harness.planner.nested import nested_bound, nested_prefix
 from tao_harness.planner.problem import Packer, Problem, is_feasible, total_value
 from tao_harness.planner.ready_cap import ReadyCap, SearchLimit, max_ready, pack_all
 from tao_harness.planner.reference import brute_force, milp_lexicographic, objective
@@ -104,5 +108,96 @@ def test_many_rooms_with_few_sessions_each_are_solved_exactly() -> None:
     problem = [tight_problem(rng, 20, 8) for _ in range(3)][2]
     solution = solve(problem, state_budget=20_000)
     assert solution.solver == "dp" and not solution.fallback and solution.states < 10_000
+    assert is_feasible(problem, solution.placement)
+    assert objective(problem, dict(solution.placement)) == milp_lexicographic(problem)
+
+
+def packed_gains(problem: Problem) -> tuple[Packer, list[int]]:
+    packer = Packer.for_problem(problem)
+    return packer, [packer.pack(row[0]) for row in problem.values]  # type: ignore[arg-type]
+
+
+def test_nested_bound_is_an_upper_bound_and_its_choice_fits_the_relaxation() -> None:
+    rng = random.Random(31)
+    tight = 0
+    for _ in range(150):
+        problem = uniform_problem(rng, rng.randint(0, 8), rng.randint(1, 3))
+        packer, gain = packed_gains(problem)
+        items, rooms = list(range(problem.n)), list(problem.room)
+        bound = nested_bound(items, list(problem.size), gain, rooms)
+        optimum = brute_force(problem)
+        assert packer.unpack(bound.value) >= optimum, problem
+        assert sum(gain[i] for i in bound.chosen) == bound.value
+        assert sum(problem.size[i] for i in bound.chosen) <= sum(rooms)
+        tight += packer.unpack(bound.value) == optimum
+    assert tight > 100  # on small instances the bound is usually the optimum itself
+
+
+def test_nested_bound_is_tighter_than_merging_the_rooms() -> None:
+    """Rooms 5 and 5, sessions 6 and 4 + 4: merged, 6 + 4 fit in 10; nested, 6 fits no room."""
+    problem = Problem(("a", "b", "c"), ("r0", "r1"), (6, 4, 4), (5, 5), (((0, 0, 9), (0, 0, 9)),
+                      ((0, 0, 4), (0, 0, 4)), ((0, 0, 4), (0, 0, 4))))
+    packer, gain = packed_gains(problem)
+    bound = nested_bound([0, 1, 2], list(problem.size), gain, [5, 5])
+    assert packer.unpack(bound.value) == (0, 0, 8, 2) == brute_force(problem)
+
+
+def test_a_shared_prefix_gives_the_same_bound() -> None:
+    rng = random.Random(33)
+    for _ in range(60):
+        problem = tight_problem(rng, 14, 4)
+        _, gain = packed_gains(problem)
+        size, rooms = list(problem.size), list(problem.room)
+        cut = rng.randint(3, 30)
+        prefix = nested_prefix(list(range(problem.n)), size, gain, rooms, cut)
+        items = [i for i in range(problem.n) if size[i] > cut or rng.random() < 0.6]  # drop some small ones
+        with_prefix = nested_bound(items, size, gain, rooms, prefix)
+        assert with_prefix.value == nested_bound(items, size, gain, rooms).value
+        assert sum(gain[i] for i in with_prefix.chosen) == with_prefix.value
+
+
+def fragmented_problem(rng: random.Random, n: int, m: int) -> Problem:
+    """Sessions large next to the rooms, t nearly proportional to size: many near-optimal packings."""
+    sizes = tuple(rng.randint(3, 9) for _ in range(n))
+    values = tuple(((0, rng.randint(0, 1), 10 * w - rng.randint(0, 15)),) * m for w in sizes)
+    return Problem(tuple(f"s{i}" for i in range(n)), tuple(f"r{b}" for b in range(m)), sizes,
+                   tuple(rng.randint(5, 12) for _ in range(m)), values)
+
+
+@pytest.mark.parametrize("max_contents", [200, 1])  # 1: branch on single sessions instead of fillings
+def test_branch_and_bound_matches_brute_force(max_contents: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bins, "_MAX_CONTENTS", max_contents)
+    rng = random.Random(35)
+    searched = 0
+    for _ in range(150):
+        problem = fragmented_problem(rng, rng.randint(5, 8), rng.randint(2, 3))
+        packer = Packer.for_problem(problem)
+        result = solve_residual(problem, packer, {}, ready_cap_of(problem), node_limit=10**6)
+        assert result.proven and is_feasible(problem, result.placement)
+        assert objective(problem, result.placement) == brute_force(problem), problem
+        searched += result.nodes > 1
+    assert searched > 20  # the search itself ran, not only the root bound
+
+
+def test_node_limit_returns_an_unproven_feasible_placement() -> None:
+    rng = random.Random(1)
+    problem = tight_problem(rng, 30, 6)
+    packer = Packer.for_problem(problem)
+    result = solve_residual(problem, packer, {}, ready_cap_of(problem), node_limit=1)
+    assert not result.proven and result.nodes <= 2 and is_feasible(problem, result.placement)
+    assert total_value(problem, packer, result.placement) >= 0
+
+
+def test_a_crowded_residual_is_searched_and_matches_the_milp() -> None:
+    """Eight rooms, half of them nearly full, 40 sessions: the certificate's bound is not reached, the
+    branch and bound proves the optimum (within its node limit, before the DP) and the MILP agrees."""
+    rng = random.Random(43)
+    sizes = tuple(rng.randint(3, 20) for _ in range(40))
+    values = tuple(((0, rng.randint(0, 1), 100 * w - rng.randint(0, 150)),) * 8 for w in sizes)
+    rooms = tuple(rng.choice([rng.randint(0, 4), rng.randint(10, 60)]) for _ in range(8))
+    problem = Problem(tuple(f"s{i}" for i in range(40)), tuple(f"r{b}" for b in range(8)), sizes, rooms,
+                      values)
+    solution = solve(problem, state_budget=20_000)
+    assert solution.solver == "dp" and not solution.fallback and 1 < solution.states <= 80
     assert is_feasible(problem, solution.placement)
     assert objective(problem, dict(solution.placement)) == milp_lexicographic(problem)
