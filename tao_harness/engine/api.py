@@ -58,7 +58,9 @@ class EngineRequest:
     """Continuum: after finishing, keep this request's KV referenced (unevictable) for this many seconds."""
     block_hashes: Sequence[int] | None = None
     """`hashing.extend_block_hashes(prompt, block_size, ...)` for (a prefix of) the prompt's full blocks,
-    kept by the caller per session and extended each turn; trusted as given (not re-checked)."""
+    kept by the caller per session and extended each turn; trusted as given (not re-checked). With them,
+    a prompt that extends the session's finished previous request takes over that request's token list
+    instead of being copied (the caller's list is never modified)."""
 
 
 @dataclass(frozen=True)

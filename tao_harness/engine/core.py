@@ -19,10 +19,11 @@ is scheduled (it has taken its own references on the reused blocks by then).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from itertools import islice
 
 from tao_harness.engine.api import EngineConfig, EngineMetrics, EngineRequest, RequestOutput, StepOutput
-from tao_harness.engine.block_pool import BlockPool
+from tao_harness.engine.block_pool import NO_BLOCKS, BlockPool, Blocks
 from tao_harness.engine.hashing import SessionHashMemo, extend_block_hashes
 from tao_harness.engine.macro_step import DecodeRunTiming, decode_run_length
 from tao_harness.engine.profiles import StepTimeProfile, get_profile
@@ -35,7 +36,7 @@ __all__ = ["EngineConfig", "EngineCore", "EngineMetrics", "EngineRequest", "Requ
 @dataclass(frozen=True)
 class _Pin:
     expires_at: float
-    blocks: list[int]
+    blocks: Blocks
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,15 @@ class _PendingMacroStep:
     started_at: float
     num_steps: int
     timing: DecodeRunTiming
+    outputs: tuple[RequestOutput, ...]
+    """What the run reports, in batch order; committing applies these rather than sampling again."""
+
+    @classmethod
+    def make(
+        cls, batch: Batch, started_at: float, num_steps: int, timing: DecodeRunTiming
+    ) -> _PendingMacroStep:
+        outputs = tuple(state.preview(num_steps) for state, _ in batch.scheduled)
+        return cls(batch, started_at, num_steps, timing, outputs)
 
 
 class EngineCore:
@@ -69,38 +79,43 @@ class EngineCore:
     def add_request(self, request: EngineRequest, now: float) -> None:
         """Queue a request; ValueError if it is malformed or its prompt can never fit in the KV cache."""
         del now  # arrival order is queue order; the time is accepted for symmetry with step()
-        prompt = list(request.prompt_token_ids)
+        num_prompt = len(request.prompt_token_ids)
         if request.request_id in self._requests:
             raise ValueError(f"request {request.request_id!r} is already in the engine")
-        if not prompt:
+        if not num_prompt:
             raise ValueError("prompt_token_ids must not be empty")
         if request.max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {request.max_tokens}")
-        if len(prompt) >= self.max_model_len:
+        if num_prompt >= self.max_model_len:
             raise ValueError(
-                f"prompt of {len(prompt)} tokens can never fit: the KV cache holds {self.max_model_len} "
+                f"prompt of {num_prompt} tokens can never fit: the KV cache holds {self.max_model_len} "
                 f"tokens ({self.num_gpu_blocks} blocks of {self.block_size})"
             )
         script = request.output_token_ids
         if script is not None and len(script) == 0:
             raise ValueError("output_token_ids must hold at least one token when given")
         # The KV capacity is this engine's max_model_len: a request reaching it stops, as in vLLM.
-        max_output, reason = min(request.max_tokens, self.max_model_len - len(prompt)), "length"
+        max_output, reason = min(request.max_tokens, self.max_model_len - num_prompt), "length"
         if script is not None and len(script) <= max_output:
             max_output, reason = len(script), "stop"
         if request.block_hashes is not None:
-            hashes = list(request.block_hashes[: len(prompt) // self.block_size])
+            hashes = list(islice(request.block_hashes, num_prompt // self.block_size))  # one copy, not two
+            adopted = self._memo.adopt_tokens(request.session_id, request.prompt_token_ids, hashes)
+            prompt = list(request.prompt_token_ids) if adopted is None else adopted
         else:
+            prompt = list(request.prompt_token_ids)
             hashes = self._memo.reusable_hashes(request.session_id, prompt)
         state = RequestState(
             request_id=request.request_id,
             session_id=request.session_id,
             tokens=prompt,
-            num_prompt_tokens=len(prompt),
+            num_prompt_tokens=num_prompt,
             max_output=max_output,
             script=script,
             pin_ttl_s=request.pin_ttl_s,
             block_hashes=hashes,
+            blocks=NO_BLOCKS,
+            reuse_guess=self._memo.last_blocks(request.session_id),
             finish_reason_at_end=reason,
         )
         self._memo.remember(request.session_id, state.tokens, state.block_hashes)
@@ -175,7 +190,7 @@ class EngineCore:
                 self.profile, duration, horizon,
             )
             if num_steps > 1:
-                self._pending = _PendingMacroStep(batch, now, num_steps, timing)
+                self._pending = _PendingMacroStep.make(batch, now, num_steps, timing)
                 return self._pending_output(self._pending)
         outputs = self._apply(batch, num_steps, finished_at=now + duration)
         return StepOutput(
@@ -192,14 +207,14 @@ class EngineCore:
         num_steps = pending.timing.steps_starting_before(at - pending.started_at, pending.num_steps)
         if num_steps == pending.num_steps:
             return None
-        self._pending = replace(pending, num_steps=num_steps)
+        self._pending = _PendingMacroStep.make(pending.batch, pending.started_at, num_steps, pending.timing)
         return self._pending_output(self._pending)
 
     def _pending_output(self, pending: _PendingMacroStep) -> StepOutput:
         return StepOutput(
             started_at=pending.started_at,
             duration_s=pending.timing.elapsed(pending.num_steps),
-            outputs=tuple(state.preview(pending.num_steps) for state, _ in pending.batch.scheduled),
+            outputs=pending.outputs,
             preempted=(),
             num_steps=pending.num_steps,
         )
@@ -208,40 +223,47 @@ class EngineCore:
         pending, self._pending = self._pending, None
         if pending is not None:
             finished_at = pending.started_at + pending.timing.elapsed(pending.num_steps)
-            self._apply(pending.batch, pending.num_steps, finished_at)
+            self._apply(pending.batch, pending.num_steps, finished_at, pending.outputs)
 
-    def _apply(self, batch: Batch, num_steps: int, finished_at: float) -> tuple[RequestOutput, ...]:
+    def _apply(
+        self, batch: Batch, num_steps: int, finished_at: float, previews: Sequence[RequestOutput] = ()
+    ) -> tuple[RequestOutput, ...]:
+        """Advance the batch by `num_steps`; `previews`: the outputs already reported for a macro-step."""
         outputs: list[RequestOutput] = []
-        any_finished = False
-        for state, num_new in batch.scheduled:
-            computed_before = state.num_computed
+        sampled: list[RequestState] = []
+        for index, (state, num_new) in enumerate(batch.scheduled):
             state.num_computed += num_new if num_steps == 1 else num_steps
             if state.num_computed < len(state.tokens):
                 continue  # a prefill chunk that has not reached the end of the prompt yet
-            output = state.emit(num_steps)
-            if num_steps > 1:
-                # The first merged step's blocks were taken and cached when it was scheduled; the later
-                # steps' blocks are covered by decode_run_length's check, their tokens exist only now.
-                self._scheduler.grow(state, 0)
-                self._scheduler.cache_blocks(state, computed_before + 1, state.num_computed)
-            outputs.append(output)
-            if output.finished:
-                any_finished = True
-                self._finish(state, finished_at)
-        if any_finished:
+            outputs.append(state.take(previews[index]) if previews else state.emit(num_steps))
+            sampled.append(state)
+        if num_steps > 1:
+            # The first merged step's blocks were taken and cached when it was scheduled; the later
+            # steps' blocks are covered by decode_run_length's check, their tokens exist only now.
+            # One allocation for all takes the blocks one per request would: requests finishing in
+            # between would only have appended to the free queue's tail, beyond the blocks taken.
+            self._scheduler.grow_all(sampled)
+            for state in sampled:
+                self._scheduler.cache_blocks(state, state.num_computed - num_steps + 1, state.num_computed)
+        finished = [state for state, output in zip(sampled, outputs) if output.finished]
+        for state in finished:
+            self._finish(state, finished_at)
+        if finished:
             running = self._scheduler.running
             running[:] = [state for state in running if state.request_id in self._requests]
         return tuple(outputs)
 
     def _finish(self, state: RequestState, finished_at: float) -> None:
         del self._requests[state.request_id]
+        cached = state.blocks[: state.num_computed // self.block_size]
+        self._memo.settle(state.session_id, state.tokens, self._pool.run(cached, state.block_hashes))
         if state.pin_ttl_s is not None and state.pin_ttl_s > 0:
             key = state.session_id or state.request_id
             self._release_pin(key)
             self._pins[key] = _Pin(expires_at=finished_at + state.pin_ttl_s, blocks=state.blocks)
         else:
             self._pool.free(state.blocks)
-        state.blocks = []
+        state.blocks = NO_BLOCKS
 
     def _take_over_pin(self, state: RequestState) -> None:
         if state.session_id is not None:
@@ -274,7 +296,8 @@ class EngineCore:
         else:
             hashes = self._memo.reusable_hashes(session_id, tokens)
         extend_block_hashes(tokens, self.block_size, hashes)
-        return len(self._pool.lookup(hashes, (len(tokens) - 1) // self.block_size)) * self.block_size
+        max_hits = (len(tokens) - 1) // self.block_size
+        return len(self._pool.lookup(hashes, max_hits, self._memo.last_blocks(session_id))) * self.block_size
 
     def metrics(self) -> EngineMetrics:
         self._commit()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tao_harness.engine.api import RequestOutput
+from tao_harness.engine.block_pool import BlockRun, Blocks
 
 SYNTHETIC_TOKEN_BASE = 1000
 SYNTHETIC_TOKEN_SPAN = 100_000
@@ -26,7 +27,10 @@ class RequestState:
     script: Sequence[int] | None
     pin_ttl_s: float | None
     block_hashes: list[int]
-    blocks: list[int] = field(default_factory=list)
+    blocks: Blocks
+    reuse_guess: BlockRun | None
+    """Blocks that probably hold the prompt's cached prefix (the session's previous request's, or its own
+    before a preemption), so admission can check them instead of looking every hash up."""
     num_computed: int = 0
     num_cached: int = -1
     num_output: int = 0
@@ -40,16 +44,16 @@ class RequestState:
         """A one-token step over an already computed context, after the first token (not a prefill)."""
         return num_new == 1 and self.num_output > 0 and self.num_computed == len(self.tokens) - 1
 
-    def next_tokens(self, count: int) -> list[int]:
+    def next_tokens(self, count: int) -> tuple[int, ...]:
         start = self.num_output
         if self.script is not None:
-            return list(self.script[start : start + count])
+            return tuple(self.script[start : start + count])
         offset = zlib.crc32(self.request_id.encode()) + start
-        return [SYNTHETIC_TOKEN_BASE + (offset + i) % SYNTHETIC_TOKEN_SPAN for i in range(count)]
+        return tuple(SYNTHETIC_TOKEN_BASE + (offset + i) % SYNTHETIC_TOKEN_SPAN for i in range(count))
 
     def preview(self, count: int) -> RequestOutput:
         """What sampling `count` more tokens will report, without changing anything."""
-        new = tuple(self.next_tokens(count))
+        new = self.next_tokens(count)
         produced = self.num_output + count
         finished = produced >= self.max_output
         return RequestOutput(
@@ -65,7 +69,10 @@ class RequestState:
 
     def emit(self, count: int) -> RequestOutput:
         """Sample `count` tokens (their KV is computed by the following steps) and report them."""
-        output = self.preview(count)
+        return self.take(self.preview(count))
+
+    def take(self, output: RequestOutput) -> RequestOutput:
+        """Apply what `preview` reported: its tokens become part of the request."""
         self.tokens.extend(output.new_token_ids)
-        self.num_output += count
+        self.num_output = output.completion_tokens
         return output

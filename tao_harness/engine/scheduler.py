@@ -11,11 +11,13 @@ cache hits (capped at n−1 tokens) and blocks for its first chunk, or waits, an
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from tao_harness.engine.api import EngineConfig
-from tao_harness.engine.block_pool import BlockPool
+from tao_harness.engine.block_pool import NO_BLOCKS, BlockPool
 from tao_harness.engine.hashing import extend_block_hashes
 from tao_harness.engine.request_state import RequestState
 
@@ -87,8 +89,18 @@ class Scheduler:
             return True
         if missing > self.pool.num_free:
             return False
-        state.blocks.extend(self.pool.allocate(missing))
+        state.blocks = np.concatenate((state.blocks, self.pool.allocate(missing)))
         return True
+
+    def grow_all(self, states: Sequence[RequestState]) -> None:
+        """`grow(state, 0)` for each of `states` in order, as one allocation; the pool must have room."""
+        missing = [max(0, -(-state.num_computed // self.block_size) - len(state.blocks)) for state in states]
+        fresh = self.pool.allocate(sum(missing))
+        start = 0
+        for state, count in zip(states, missing):
+            if count:
+                state.blocks = np.concatenate((state.blocks, fresh[start : start + count]))
+                start += count
 
     def cache_blocks(self, state: RequestState, start_token: int, end_token: int) -> None:
         """Publish the full blocks among tokens [start_token, end_token) as prefix-cache entries.
@@ -108,28 +120,31 @@ class Scheduler:
         else:
             self.waiting.remove(state)
         self.pool.free(state.blocks)
-        state.blocks = []
+        state.blocks = NO_BLOCKS
 
     def _preempt(self, state: RequestState) -> None:
         self.pool.free(state.blocks)
-        state.blocks = []
+        cached = state.blocks[: state.num_computed // self.block_size]
+        state.reuse_guess, state.blocks = self.pool.run(cached, state.block_hashes), NO_BLOCKS
         state.num_computed = 0
         self.waiting.appendleft(state)
         self.num_preemptions += 1
 
     def _admit(self, state: RequestState, budget: int) -> int:
         """Take cache hits and blocks for a waiting request's first chunk; tokens scheduled, 0 if it waits."""
-        hits: list[int] = []
+        hits = NO_BLOCKS
         if self.config.enable_prefix_caching:
             extend_block_hashes(state.tokens, self.block_size, state.block_hashes)
-            hits = self.pool.lookup(state.block_hashes, (len(state.tokens) - 1) // self.block_size)
+            max_hits = (len(state.tokens) - 1) // self.block_size
+            hits = self.pool.lookup(state.block_hashes, max_hits, state.reuse_guess)
         num_computed = len(hits) * self.block_size
         num_new = min(len(state.tokens) - num_computed, budget)
         missing = -(-(num_computed + num_new) // self.block_size) - len(hits)
         if missing > self.pool.num_free - self.pool.count_free(hits):
             return 0
         self.pool.touch(hits)
-        state.blocks = hits + self.pool.allocate(missing)
+        state.blocks = np.concatenate((hits, self.pool.allocate(missing)))
+        state.reuse_guess = None
         state.num_computed = num_computed
         if state.num_cached < 0:
             state.num_cached = num_computed

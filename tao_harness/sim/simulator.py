@@ -23,6 +23,7 @@ from typing import Sequence
 from tao_harness.coordinator.records import NodeLoad, ToolStart
 from tao_harness.coordinator.state import ClusterState
 from tao_harness.engine.core import EngineConfig, EngineCore, EngineRequest, RequestOutput
+from tao_harness.engine.hashing import extend_block_hashes
 from tao_harness.policies.registry import get_policy
 from tao_harness.sim.config import SimConfig
 from tao_harness.sim.events import (
@@ -58,6 +59,7 @@ class _Live:
     tokens: SessionTokens
     turn: int = 0
     reply: list[int] = field(default_factory=list)
+    block_hashes: list[int] = field(default_factory=list)  # chain of `tokens.ids`, extended per request
     replica: int | None = None  # replica running its current request
     tool_end: tuple[float, int] | None = None  # (time, seq) of its pending ToolEnded event
 
@@ -228,6 +230,7 @@ class Simulator:
         turn = live.trace.turns[live.turn]
         live.reply = live.tokens.fresh(max(1, turn.output_tokens))
         live.replica = replica
+        engine = self._engines[replica]
         request_id = _call_id(session, live.turn)
         request = EngineRequest(
             request_id=request_id,
@@ -236,9 +239,11 @@ class Simulator:
             output_token_ids=live.reply,
             session_id=session,
             pin_ttl_s=self._pin_ttl(live),
+            # Hashing only the new blocks here spares the engine comparing the whole context each turn.
+            block_hashes=extend_block_hashes(live.tokens.ids, engine.block_size, live.block_hashes),
         )
         try:
-            self._engines[replica].add_request(request, now)
+            engine.add_request(request, now)
         except ValueError as exc:
             raise SimError(f"session {session!r} turn {live.turn + 1}: {exc}") from None
         self._by_request[request_id] = session
