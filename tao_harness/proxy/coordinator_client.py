@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -71,6 +71,11 @@ class RequestReport:
     started_at: float
 
 
+def _body(message: AdmitRequest | RequestReport) -> dict[str, Any]:
+    """The message as a JSON object; flat, so cheaper than `dataclasses.asdict` (on every request's path)."""
+    return {name: getattr(message, name) for name in message.__slots__}
+
+
 class CoordinatorClient:
     def __init__(self, base_url: str, http: aiohttp.ClientSession, poll_s: float, grace_s: float,
                  token: str | None = None) -> None:
@@ -114,7 +119,7 @@ class CoordinatorClient:
 
     async def admit(self, request: AdmitRequest) -> Admission | None:
         """Wait until admitted; None means fail open."""
-        body = asdict(request) | {"wait_s": self._poll_s}
+        body = _body(request) | {"wait_s": self._poll_s}
         if self.channel is not None:  # the coordinator first applies this session's messages sent so far
             body["channel"], body["after_seq"] = self.channel.position(request.session)
         while True:
@@ -138,11 +143,11 @@ class CoordinatorClient:
 
     async def record_leased(self, request: AdmitRequest) -> None:
         """Tell the coordinator about a request already sent on a lease (it answers at once)."""
-        body = asdict(request) | {"wait_s": 0}
+        body = _body(request) | {"wait_s": 0}
         if self.channel is None or not await self.channel.send("leased", request.session, body):
             await self._post("/v1/admit", body, self._grace_s)
 
     async def report(self, report: RequestReport) -> None:
-        body = asdict(report)
+        body = _body(report)
         if self.channel is None or not await self.channel.send("done", report.session, body):
             await self._post("/v1/requests/done", body, self._grace_s)

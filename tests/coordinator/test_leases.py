@@ -14,7 +14,7 @@ from tao_harness.coordinator.leases import LOG_LENGTH, Lease, LeaseBook
 from tao_harness.proxy.app import STATE
 from tao_harness.proxy.leases import LeaseTable
 
-from tests.coordinator.test_live import BASH_TOOL, openai_session
+from live_agents import BASH_TOOL, openai_session
 
 
 def _book() -> LeaseBook:
