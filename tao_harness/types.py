@@ -185,6 +185,7 @@ class SessionView:
     arrived_at: float = 0.0  # when it entered the waiting pool (or was admitted): FCFS order
     has_request: bool = True  # its next LLM request has already arrived (False: admitted ahead of it)
     prefix_group: str | None = None  # sessions sharing a prompt prefix (same task / system prompt)
+    returns_at: float | None = None  # acting: predicted end of its running tool calls; None = unknown
 
     def __post_init__(self) -> None:
         _text(self.id, "id")
@@ -203,6 +204,8 @@ class SessionView:
         _number(self.arrived_at, "arrived_at", minimum=None)
         if not isinstance(self.has_request, bool):
             raise SnapshotError(f"has_request: expected true or false, got {self.has_request!r}")
+        if self.returns_at is not None:
+            _number(self.returns_at, "returns_at", minimum=None)
         for name in ("node", "prefix_group"):
             if getattr(self, name) is not None:
                 _text(getattr(self, name), name)

@@ -44,11 +44,13 @@ def session_view(session: Session, now: float, config: ReadinessConfig, down: Se
     built from has changed (most sessions in a snapshot did not change since the previous one).
     """
     ready = session_ready(session, now, config)
+    holding = session.phase in HOLDING_PHASES
+    returns_at = max((c.execution.predicted_completion for c in session.calls.values()), default=None) \
+        if holding else None
     key = (ready, session.phase, session.node, session.tokens, session.turn, session.pool_since,
-           session.cache_stamp, tuple(sorted(down)) if down else ())
+           session.cache_stamp, returns_at, tuple(sorted(down)) if down else ())
     if session.view_memo is not None and session.view_memo[0] == key:
         return session.view_memo[1]
-    holding = session.phase in HOLDING_PHASES
     cache = {n: e for n, e in session.cache.items() if n not in down} if down else session.cache
     view = SessionView(
         id=session.id,
@@ -62,6 +64,7 @@ def session_view(session: Session, now: float, config: ReadinessConfig, down: Se
         arrived_at=session.pool_since,
         has_request=session.phase is not Phase.INTERRUPTED,
         prefix_group=session.prefix_group,
+        returns_at=returns_at,
     )
     session.view_memo = (key, view)
     return view

@@ -3,17 +3,23 @@
 DESIGN.md §3: when ready sessions in the waiting pool do not fit, ACTING sessions are interrupted
 (their reservation released), lowest value first, by the same value triple. The rule, precisely:
 
-0. First, on every node whose reservations exceed its capacity (contexts grew since admission), acting
-   sessions are released lowest value first until it is back within capacity — with or without anyone
-   waiting — so the engine never has to preempt running requests to make room.
+0. First, on every node where the reservations of the reasoning sessions alone (the requests the
+   engine is running) exceed its capacity, every acting session is released — with or without anyone
+   waiting — so that their next requests wait in the pool instead of adding to the engine's preemptions.
+   Reservations outgrowing capacity only because acting sessions' contexts grew release nothing.
 1. Only sessions that need the GPU now trigger interrupts: waiting sessions left out of the admission
    plan whose request has arrived or (when readiness is used) whose `ready` is 1. They are served in
    decreasing order of their best value triple.
 2. On a node b, the release order is the acting sessions holding b, ascending by their own value triple
-   on b (k on b, r, t; ties by id): a session whose credit decayed during a long tool, or whose tool is
-   not about to return, goes first. The shortest prefix of that order whose reservations, added to b's
-   room left after the plan, fit the waiting session is the candidate release on b. Nothing is released
-   where it would not make the session fit (no interrupt without an admission).
+   on b (k on b, r, t; ties by id), with k decayed to the predicted return of their tools (`returns_at`):
+   a session whose credit decays during a long tool, or whose tool is not about to return, goes first.
+   The shortest prefix of that order whose reservations, added to b's room left after the plan, fit
+   the waiting session is the candidate release on b. Nothing is released where it would not make the
+   session fit (no interrupt without an admission), nor where the released triples, summed
+   component-wise, are not lexicographically below the waiting session's triple on b: an interrupt
+   exchanges held value for admitted value and must raise Σ v, the DP's own objective.
+   Without that, a cold ready session displaces a warm holder, which comes back cold and displaces
+   the next one: a release/re-admit loop that recomputes whole contexts (issue 7).
 3. Among the nodes with a candidate release, the one whose highest released triple is smallest wins,
    then fewer releases, then snapshot node order. Released sessions are listed in `Plan.interrupts`, the
    waiting session is admitted there (after the DP's assignments), and the freed room is used up.
@@ -23,7 +29,7 @@ A released session's reservation is taken to be its admission cost (tokens + res
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable
 
 from tao_harness.planner.problem import Problem, Value
 from tao_harness.types import SessionView, Snapshot
@@ -42,9 +48,12 @@ def plan_interrupts(
     """Extra admissions (session, node) and the acting sessions to release for them, in order."""
     if not any(s.state == "acting" for s in snapshot.sessions):
         return [], []
+    def kept(holder: SessionView, node_id: str) -> Value:
+        return _at_return(snapshot, holder, node_id, view(holder, node_id))
+
     acting = {
         node_id: sorted((s for s in snapshot.holding(node_id) if s.state == "acting"),
-                        key=lambda s, node_id=node_id: (view(s, node_id), s.id))
+                        key=lambda s, node_id=node_id: (kept(s, node_id), s.id))
         for node_id in problem.node_ids
     }
     free, interrupts, released = _restore_capacity(snapshot, acting)
@@ -69,7 +78,8 @@ def plan_interrupts(
         size = problem.size[i]
         options = []
         for order, node_id in enumerate(problem.node_ids):
-            if not session.may_use(node_id):
+            value = problem.values[i][order]
+            if value is None:  # not eligible
                 continue
             chosen: list[SessionView] = []
             extra = 0
@@ -80,8 +90,8 @@ def plan_interrupts(
                     continue
                 chosen.append(holder)
                 extra += holder.cost(snapshot.params)
-            if chosen and room(node_id, extra) >= size:
-                options.append((view(chosen[-1], node_id), len(chosen), order, node_id, chosen, extra))
+            if chosen and room(node_id, extra) >= size and _total(kept(h, node_id) for h in chosen) < value:
+                options.append((kept(chosen[-1], node_id), len(chosen), order, node_id, chosen, extra))
         if not options:
             continue
         _, _, _, node_id, chosen, extra = min(options, key=lambda o: o[:3])
@@ -96,20 +106,40 @@ def plan_interrupts(
 
 def _restore_capacity(snapshot: Snapshot, acting: dict[str, list[SessionView]],
                       ) -> tuple[dict[str, int], list[str], set[str]]:
-    """Release acting sessions, lowest value first, on nodes whose reservations outgrew their capacity.
+    """Release the acting sessions of nodes whose running requests alone outgrew their capacity.
 
-    Contexts grow after admission (each reply is added to the reservation), so a node can end up
-    holding more than it has; the engine would then preempt running requests. Σ w_i ≤ C_b applies to
-    the sessions a node holds as much as to new admissions, so it is restored here first. Returns the
-    exact free tokens per node afterwards (negative while reasoning sessions alone overfill it), the
-    released sessions in order, and their ids.
+    Contexts grow after admission (each reply is added to the reservation), so a node's reservations can
+    exceed its capacity. While that is due to acting sessions it costs nothing yet: their KV is cache the
+    engine may evict, and with tools taking most of the time they rarely all run at once. Releasing one
+    then, to cover a few thousand tokens of growth, sends a whole context back through the pool, cold
+    (issue 7: Terminal-Bench, ~53k-token contexts). Once the reasoning sessions' reservations alone exceed
+    capacity the engine must preempt, and an acting session's next request there would make it worse.
+    Returns the exact free tokens per node afterwards (negative while over-reserved), the released
+    sessions in order, and their ids.
     """
     free = {n.id: n.capacity_tokens - n.used_tokens for n in snapshot.nodes}
     interrupts: list[str] = []
-    for node_id, holders in acting.items():
-        for holder in holders:
-            if free[node_id] >= 0:
-                break
-            free[node_id] += holder.cost(snapshot.params)
-            interrupts.append(holder.id)
+    for node in snapshot.nodes:
+        running = sum(s.cost(snapshot.params) for s in snapshot.holding(node.id) if s.state == "reasoning")
+        if running > node.capacity_tokens:
+            free[node.id] += sum(holder.cost(snapshot.params) for holder in acting[node.id])
+            interrupts += [holder.id for holder in acting[node.id]]
     return free, interrupts, set(interrupts)
+
+
+def _at_return(snapshot: Snapshot, holder: SessionView, node_id: str, value: Value) -> Value:
+    """A holder's triple with its credit decayed to its tool's predicted return: what releasing it loses.
+
+    A warm holder about to come back keeps its credit; one whose tool runs for minutes will find its
+    cache cold anyway (h = 10 s), so keeping its node buys nothing a ready session could not use now.
+    """
+    k, r, t = value
+    if k == 0 or holder.returns_at is None or holder.returns_at <= snapshot.now:
+        return value
+    return holder.credit_on(node_id, holder.returns_at, snapshot.params), r, t
+
+
+def _total(values: Iterable[Value]) -> Value:
+    """Component-wise sum of value triples: what a set of sessions adds to the (K, R, T) objective."""
+    k, r, t = (sum(column) for column in zip(*values))
+    return k, r, t

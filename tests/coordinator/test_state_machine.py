@@ -186,6 +186,16 @@ def test_long_tool_prediction_goes_stale_unless_refreshed() -> None:
     assert fresh.snapshot(59.5).session("s").ready == 1
 
 
+def test_acting_view_carries_its_tools_predicted_return() -> None:
+    state = make_state()
+    acting(state, "s", "r0", 1000, 0.0)
+    assert state.snapshot(1.0).session("s").returns_at is None  # no tool reported yet
+    state.on_tool_start("s", ToolStart("c", "bash", "sleep 60"), 2.0)
+    assert state.snapshot(3.0).session("s").returns_at == state.predicted_return("s") >= 62.0
+    state.apply(plan_of(interrupts=("s",)), state.signatures(), 4.0)
+    assert state.snapshot(5.0).session("s").returns_at is None  # in the pool it holds nothing to keep
+
+
 def test_history_learned_from_finished_tools_drives_predictions() -> None:
     state = make_state()
     acting(state, "s", "r0", 1000, 0.0)

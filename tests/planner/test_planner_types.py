@@ -77,6 +77,7 @@ def _broken(path: list[Any], value: Any) -> dict[str, Any]:
         (["sessions", 0, "state"], "sleeping", "sessions[0].state: must be one of"),
         (["sessions", 0, "state"], "acting", "sessions[0].node: a acting session must name a node"),
         (["sessions", 0, "bogus"], 1, "sessions[0].bogus: unknown field"),
+        (["sessions", 0, "returns_at"], "later", "sessions[0].returns_at: expected a finite number"),
         (["sessions", 0, "cache", "r0", "tokens"], "many",
          "sessions[0].cache.r0.tokens: expected an integer"),
         (["sessions", 1], {"id": "s1", "tokens": 5}, "sessions[1].id: duplicate session id 's1'"),

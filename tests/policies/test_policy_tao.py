@@ -82,7 +82,7 @@ def test_interrupts_release_acting_sessions_lowest_value_first(snap: Snap) -> No
 
 def test_interrupts_only_for_sessions_that_need_the_gpu_and_only_if_they_then_fit(snap: Snap) -> None:
     nodes = [{"id": "r0", "capacity_tokens": 10 * Q, "used_tokens": 10 * Q}]
-    holder = acting("holder", 10, cached("r0", 5000, 1))
+    holder = acting("holder", 10, cached("r0", 5000, 200))  # credit decayed to 0 during a long tool
     not_ready = {"id": "not-ready", "tokens": tokens(4), "has_request": False}
     too_big = {"id": "too-big", "tokens": tokens(11), "ready": 1}
     plan = get_policy("tao").plan(snap(nodes=nodes, sessions=[holder, not_ready, too_big]))
@@ -93,6 +93,36 @@ def test_interrupts_only_for_sessions_that_need_the_gpu_and_only_if_they_then_fi
     quiet = dict(ready, has_request=False)
     plan = get_policy("tao-no-readiness").plan(snap(nodes=nodes, sessions=[holder, quiet]))
     assert plan.interrupts == ()  # without readiness only an arrived request proves need
+
+
+def test_an_interrupt_never_releases_more_value_than_it_admits(snap: Snap) -> None:
+    # Issue 7: a cold ready session used to displace a warm holder, which then came back cold and
+    # displaced the next one. Released triples, summed, must stay below the admitted session's triple.
+    nodes = [{"id": "r0", "capacity_tokens": 10 * Q, "used_tokens": 10 * Q}]
+    ready = {"id": "ready", "tokens": tokens(4), "ready": 1}
+    warm = acting("warm", 10, cached("r0", 5000, 1))
+    plan = get_policy("tao").plan(snap(nodes=nodes, sessions=[warm, ready]))
+    assert plan.interrupts == () and plan.assignments == ()
+    # Two cold holders whose tools are about to return (r = 1 each) outweigh one ready session (R 2 > 1) ...
+    returning = [dict(acting(f"returning{i}", 5, {}), ready=1) for i in range(2)]
+    big = {"id": "big", "tokens": tokens(10), "ready": 1}
+    plan = get_policy("tao").plan(snap(nodes=nodes, sessions=[*returning, big]))
+    assert plan.interrupts == ()
+    # ... while one of them alone is worth less than it when the waiting session has credit on r0.
+    credited = dict(ready, cache=cached("r0", 3000, 1))
+    plan = get_policy("tao").plan(snap(nodes=nodes, sessions=[*returning, credited]))
+    assert plan.interrupts == ("returning0",) and plan.admitted == {"ready": "r0"}
+
+
+def test_a_holder_is_worth_the_credit_it_will_have_when_its_tool_returns(snap: Snap) -> None:
+    # Fresh credit now, but `sleep 600` ends long after it has decayed (h = 10 s): keeping the node for
+    # it buys nothing, so the ready session gets it. A tool returning in 2 s keeps it.
+    nodes = [{"id": "r0", "capacity_tokens": 10 * Q, "used_tokens": 10 * Q}]
+    ready = {"id": "ready", "tokens": tokens(4), "ready": 1}
+    for returns_in, released in ((600.0, ("warm",)), (2.0, ())):
+        warm = dict(acting("warm", 10, cached("r0", 5000, 1)), returns_at=1000.0 + returns_in)
+        plan = get_policy("tao").plan(snap(nodes=nodes, sessions=[warm, ready]))
+        assert plan.interrupts == released
 
 
 def test_credit_less_sessions_spread_over_nodes(snap: Snap) -> None:
@@ -110,19 +140,21 @@ def test_plan_lists_admissions_highest_value_first(snap: Snap) -> None:
     assert [a.session for a in plan.assignments] == ["warm", "ready", "plain"]
 
 
-def test_an_over_reserved_node_releases_lowest_value_acting_sessions_with_nobody_waiting() -> None:
-    from tao_harness.policies.registry import get_policy
-    from tao_harness.types import Snapshot
+def test_an_over_reserved_node_releases_acting_sessions_only_once_running_requests_overfill_it(
+        snap: Snap) -> None:
+    # r0 holds three 3000-token sessions (3 × 3512 = 10536 reserved tokens) and has 8000. Grown acting
+    # contexts alone release nothing (issue 7: each release sent a whole context back cold) ...
+    def holder(session_id: str, state: str) -> dict[str, Any]:
+        return {"id": session_id, "tokens": 3000, "state": state, "node": "r0",
+                "cache": cached("r0", 3000, 5)}
 
-    # r0 holds 3 acting sessions (3 × (3000 + 512) = 10536 tokens) but has 8000: one must go, and it is
-    # the one whose cache credit decayed the most (observed longest ago).
-    sessions = [
-        {"id": f"a{i}", "tokens": 3000, "shared_tokens": 0, "ready": 0, "state": "acting", "node": "r0",
-         "cache": {"r0": {"tokens": 3000, "observed_at": observed}}}
-        for i, observed in enumerate((99.0, 60.0, 95.0))
-    ]
-    snapshot = Snapshot.from_json({"now": 100.0, "nodes": [{"id": "r0", "capacity_tokens": 8000,
-                                                             "used_tokens": 10536}], "sessions": sessions})
-    plan = get_policy("tao").plan(snapshot)
-    assert list(plan.interrupts) == ["a1"]
-    assert plan.assignments == ()
+    nodes = [{"id": "r0", "capacity_tokens": 8000, "used_tokens": 10536}]
+    plan = get_policy("tao").plan(snap(nodes=nodes, sessions=[holder(f"a{i}", "acting") for i in range(3)]))
+    assert plan.interrupts == () and plan.assignments == ()
+    # ... but once the reasoning sessions' reservations exceed the capacity by themselves, the engine
+    # is preempting, and every acting session there goes back to the pool, with or without anyone waiting.
+    nodes = [{"id": "r0", "capacity_tokens": 7000, "used_tokens": 4 * 3512}]
+    sessions = [holder("busy0", "reasoning"), holder("busy1", "reasoning"),
+                holder("idle0", "acting"), holder("idle1", "acting")]
+    plan = get_policy("tao").plan(snap(nodes=nodes, sessions=sessions))
+    assert set(plan.interrupts) == {"idle0", "idle1"} and plan.assignments == ()
