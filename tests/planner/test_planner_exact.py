@@ -146,11 +146,24 @@ def test_budget_exhaustion_falls_back_to_a_feasible_plan() -> None:
     with pytest.raises(BudgetExceeded):
         exact_dp(problem, Packer.for_problem(problem), budget=50)
     solution = solve(problem, state_budget=50)
-    assert solution.fallback and solution.solver in ("bfd", "split") and solution.states >= 50
+    assert solution.fallback and solution.solver in ("bfd", "split") and 0 < solution.states <= 50
     assert is_feasible(problem, solution.placement)
     exact = solve(problem, state_budget=10**6)
     assert not exact.fallback
     assert objective(problem, dict(exact.placement)) >= objective(problem, dict(solution.placement))
+
+
+def test_a_dp_growing_past_its_budget_gives_up_early() -> None:
+    # 24 sessions over 6 equal rooms, every one worth something different: the layers multiply
+    rng = random.Random(11)
+    problem = Problem(
+        session_ids=tuple(f"s{i}" for i in range(24)), node_ids=tuple("abcdef"),
+        size=tuple(rng.randint(5, 40) for _ in range(24)), room=(60, 61, 62, 63, 64, 65),
+        values=tuple(tuple((0, rng.randint(0, 1), rng.randint(0, 999)) for _ in range(6)) for _ in range(24)),
+    )
+    with pytest.raises(BudgetExceeded) as raised:
+        exact_dp(problem, Packer.for_problem(problem), budget=20_000)
+    assert raised.value.projected and raised.value.states < 10_000
 
 
 def test_milp_reference_agrees_with_brute_force() -> None:
