@@ -133,3 +133,4 @@ class Session:
     cache: dict[str, CacheEntry] = field(default_factory=dict)
     cache_stamp: int = 0  # bumped whenever `cache` changes (keys the view memo)
     view_memo: tuple[tuple[object, ...], SessionView] | None = None  # last view built and what it depended on
+    avoid: frozenset[str] = frozenset()  # nodes that failed its current request: plans place it elsewhere

@@ -174,13 +174,13 @@ class Coordinator:
         if pending is None or pending.request_id != request_id:
             if pending is not None:  # another request of the session waits: this one is admitted with it
                 return await self._await_admission(session, pending, wait_s)
-            side = self._side_request(session, request_id, leased)
+            side = self._side_request(session, request_id, leased, exclude)
             if side is not None:
                 return side
             if exclude:
                 self._release_holder(session, now)
             tokens = self._estimate_tokens(session, estimate)
-            node = self.state.on_request(session, tokens, now)
+            node = self.state.on_request(session, tokens, now, exclude)
             self._sizes[session].estimate = estimate
             self._sizes[session].main_request = request_id
             if leased is not None:
@@ -211,11 +211,14 @@ class Coordinator:
             raise
         return self._answer(session, node, self.clock() - pending.since)
 
-    def _side_request(self, session: str, request_id: str, leased: str | None) -> AdmitAnswer | None:
+    def _side_request(self, session: str, request_id: str, leased: str | None,
+                      exclude: tuple[str, ...]) -> AdmitAnswer | None:
         """A request sent while another of the session is in flight (Claude Code's side requests share
-        the session id): it runs beside it on the session's replica and leaves the lifecycle alone."""
+        the session id): it runs beside it on the session's replica and leaves the lifecycle alone.
+        Not the main request itself coming back after its replica failed: that one is placed anew."""
         node = self.state.node_of(session)
-        if self.state.phase(session) is not records.Phase.REASONING or node is None:
+        if (self.state.phase(session) is not records.Phase.REASONING or node is None or node in exclude
+                or self._sizes[session].main_request == request_id):
             return None
         if leased is not None:
             self.counters.leased_requests += 1

@@ -142,7 +142,8 @@ class ClusterState:
         )
         pool = sorted((s for s in self._sessions.values() if s.phase in POOL_PHASES), key=lambda s: s.pool_since)
         holding = [s for s in self._sessions.values() if s.phase in HOLDING_PHASES and s.node not in self._down]
-        views = tuple(session_view(s, now, self._readiness, self._down) for s in (*pool, *holding))
+        node_ids = tuple(node.id for node in nodes)
+        views = tuple(session_view(s, now, self._readiness, self._down, node_ids) for s in (*pool, *holding))
         return Snapshot(now=now, params=self._params, nodes=nodes, sessions=views)
 
     # ------------------------------------------------------------------ events
@@ -154,11 +155,17 @@ class ClusterState:
             raise SessionStateError(f"session {session_id!r} already started")
         self._sessions[session_id] = Session(session_id, now, prefix_group, shared_tokens, pool_since=now)
 
-    def on_request(self, session_id: str, tokens: int, now: float) -> str | None:
-        """An LLM request arrived. Returns the node to send it to now, or None: it waits for a plan."""
+    def on_request(self, session_id: str, tokens: int, now: float, avoid: Iterable[str] = ()) -> str | None:
+        """An LLM request arrived. Returns the node to send it to now, or None: it waits for a plan.
+
+        `avoid`: nodes that already failed this request (a retry); plans place it elsewhere while any
+        other node is up.
+        """
         session = self._get(session_id)
         if session.phase in (Phase.REASONING, Phase.WAITING):
             raise SessionStateError(f"session {session_id!r} already has a request in flight")
+        others_up = {n for n in self._capacity if n not in self._down} - set(avoid)
+        session.avoid = frozenset(avoid) if others_up else frozenset()
         if session.calls:  # the harness did not report the end; the request proves the tools returned
             session.calls.clear()
             session.tool_done_at = now

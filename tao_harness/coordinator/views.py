@@ -37,8 +37,10 @@ def session_ready(session: Session, now: float, config: ReadinessConfig) -> int:
     return ready
 
 
-def session_view(session: Session, now: float, config: ReadinessConfig, down: Set[str]) -> SessionView:
-    """The policy's view of one pool or holding session; evidence about down nodes is left out.
+def session_view(session: Session, now: float, config: ReadinessConfig, down: Set[str],
+                 nodes: tuple[str, ...]) -> SessionView:
+    """The policy's view of one pool or holding session; evidence about down nodes is left out, and
+    nodes that failed its current request are not eligible.
 
     Views are immutable and validated on construction, so the last one is reused while nothing it was
     built from has changed (most sessions in a snapshot did not change since the previous one).
@@ -48,7 +50,7 @@ def session_view(session: Session, now: float, config: ReadinessConfig, down: Se
     returns_at = max((c.execution.predicted_completion for c in session.calls.values()), default=None) \
         if holding else None
     key = (ready, session.phase, session.node, session.tokens, session.turn, session.pool_since,
-           session.cache_stamp, returns_at, tuple(sorted(down)) if down else ())
+           session.cache_stamp, returns_at, tuple(sorted(down)) if down else (), session.avoid)
     if session.view_memo is not None and session.view_memo[0] == key:
         return session.view_memo[1]
     cache = {n: e for n, e in session.cache.items() if n not in down} if down else session.cache
@@ -65,6 +67,7 @@ def session_view(session: Session, now: float, config: ReadinessConfig, down: Se
         has_request=session.phase is not Phase.INTERRUPTED,
         prefix_group=session.prefix_group,
         returns_at=returns_at,
+        eligible=tuple(n for n in nodes if n not in session.avoid) if session.avoid else None,
     )
     session.view_memo = (key, view)
     return view

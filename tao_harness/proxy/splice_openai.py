@@ -5,6 +5,10 @@ The partial answer goes back as a final assistant message with vLLM's `continue_
 vLLM refuses both flags at once). The continuation's chunks get the client's stream id, `created` and
 model; its own role chunk is dropped (the client had one), and usage counts the partial answer as
 completion tokens, not prompt tokens, so the client's usage reads as if one replica had answered.
+
+An answer cut after its last chunk (`finish_reason` sent, the usage chunk and `[DONE]` not yet) is
+closed the same way with a one-token continuation whose text is dropped: only its usage, in the new
+replica's own token counts, and its `[DONE]` reach the client.
 """
 
 from __future__ import annotations
@@ -26,35 +30,46 @@ def chat_continuation(body: dict[str, Any], seen: bytes) -> Continuation | str:
         return "the request already continues a message that is not plain text"
     envelope: dict[str, Any] = {}
     text: list[str] = []
+    ended = usage_sent = False
     for _, chunk in events(seen):
         if not isinstance(chunk, dict):
             continue
         if "error" in chunk:
             return "the replica had already reported an error"
         envelope = envelope or {key: chunk[key] for key in _ENVELOPE if key in chunk}
+        usage_sent = usage_sent or isinstance(chunk.get("usage"), dict)
         for choice in dicts(chunk.get("choices")):
             delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
             if delta.get("tool_calls"):
                 return "a tool call was being streamed"
             if delta.get("reasoning_content") or delta.get("reasoning"):
                 return "reasoning was being streamed"
-            if choice.get("finish_reason"):
+            if ended:
                 return "the answer had already ended"
             text.append(delta.get("content") if isinstance(delta.get("content"), str) else "")
+            ended = bool(choice.get("finish_reason"))
     answer = "".join(text)
+    if ended:
+        return Continuation(answer, str(body.get("model", "")),
+                            lambda done: continue_request(body, answer, done, closing=True),
+                            lambda done: ChatTail(envelope, done, usage_sent))
     return Continuation(answer, str(body.get("model", "")),
                         lambda done: continue_request(body, answer, done),
                         lambda done: ChatSplice(envelope, done))
 
 
-def continue_request(body: dict[str, Any], text: str, done: int) -> dict[str, Any]:
-    """`body` asking the replica to continue `text` (`done` tokens of it were generated already)."""
+def continue_request(body: dict[str, Any], text: str, done: int, closing: bool = False) -> dict[str, Any]:
+    """`body` asking the replica to continue `text` (`done` tokens of it were generated already);
+    `closing`: the answer is complete, one token is asked for only to get the closing usage."""
     messages = list(body.get("messages") or ())
     if body.get("continue_final_message"):  # the client's own prefill: the text extends it
         messages[-1] = {**messages[-1], "content": messages[-1]["content"] + text}
     else:
         messages.append({"role": "assistant", "content": text})
     out = {**body, "messages": messages, "add_generation_prompt": False, "continue_final_message": True}
+    if closing:
+        out.pop("max_completion_tokens", None)
+        return out | {"max_tokens": 1, "min_tokens": 0}
     for key in ("max_tokens", "max_completion_tokens"):
         limit = count(out.get(key))
         if limit is not None:
@@ -106,3 +121,25 @@ class ChatSplice:
             delta.pop("role", None)
             carries = carries or choice.get("finish_reason") is not None or any(delta.values())
         return carries
+
+
+class ChatTail(ChatSplice):
+    """The end of an answer that was complete when its replica failed: the closing continuation's usage
+    (its one new token not counted; unless the client had its usage already) and `[DONE]`; its text and
+    finish chunk are dropped."""
+
+    def __init__(self, envelope: dict[str, Any], done: int, usage_sent: bool) -> None:
+        super().__init__(envelope, done)
+        self._usage_sent = usage_sent
+
+    def _keep(self, chunk: dict[str, Any]) -> bool:
+        usage = chunk.get("usage")
+        if not isinstance(usage, dict) or self._usage_sent:
+            return False
+        chunk.update(self._envelope)
+        chunk["choices"] = []
+        shifted = shift_usage(usage, self._done)
+        if count(shifted.get("prompt_tokens")) is not None:
+            shifted |= {"completion_tokens": self._done, "total_tokens": shifted["prompt_tokens"] + self._done}
+        chunk["usage"] = shifted
+        return True

@@ -134,3 +134,16 @@ async def test_concurrent_requests_of_one_session_are_all_served(start_cluster: 
     assert all(reply.choices for reply in replies)
     proxy = cluster.proxy_server.app[STATE]
     assert proxy.coordinator is not None and proxy.coordinator.available, "a refused admission is not an outage"
+
+
+async def test_a_request_whose_replica_failed_mid_answer_is_placed_elsewhere(start_cluster: Any) -> None:
+    # The proxy asks again for the same request with the failed replica excluded; it must not be taken
+    # for a side request of the session's in-flight one (which runs on the session's replica).
+    cluster = await start_cluster(replicas=2)
+    coordinator = cluster.coordinator
+    first = await coordinator.admit("s", "q1", 500, (), 2.0)
+    assert first.replica is not None
+    again = await coordinator.admit("s", "q1", 500, (first.replica.id,), 2.0)
+    assert again.replica is not None and again.replica.id != first.replica.id
+    side = await coordinator.admit("s", "q2", 500, (), 2.0)  # a genuine side request rides along
+    assert side.replica is not None and side.replica.id == again.replica.id

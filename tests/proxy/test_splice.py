@@ -53,7 +53,7 @@ def test_an_openai_text_stream_is_continued_with_the_partial_answer_and_fewer_to
 @pytest.mark.parametrize("seen, reason", [
     (_chunk({"tool_calls": [{"index": 0, "id": "x", "function": {"name": "bash"}}]}), "tool call"),
     (_chunk({"reasoning_content": "hmm"}), "reasoning"),
-    (_chunk({"content": "done"}, "stop"), "ended"),
+    (_chunk({"content": "done"}, "stop") + _chunk({"content": "more"}), "ended"),
 ])
 def test_an_openai_stream_is_not_continued_inside_a_tool_call_or_reasoning_or_after_its_end(
         seen: bytes, reason: str) -> None:
@@ -91,3 +91,23 @@ def test_an_anthropic_stream_is_not_continued_inside_a_tool_use_block() -> None:
     tool = ("content_block_start", {"index": 1, "content_block": block})
     plan = messages_continuation(MESSAGES, _events(*TEXT_START, ("content_block_stop", {"index": 0}), tool))
     assert isinstance(plan, str) and "tool_use" in plan
+
+
+def test_an_openai_stream_cut_after_its_finish_chunk_gets_the_closing_usage_and_done() -> None:
+    seen = _chunk({"role": "assistant", "content": ""}) + _chunk({"content": "All"}) + _chunk({"content": " done"}, "stop")
+    plan = chat_continuation(CHAT | {"stream_options": {"include_usage": True}}, seen)
+    assert isinstance(plan, Continuation) and plan.text == "All done"
+    body = plan.request(50)  # the whole max_tokens was used: still closable
+    assert body["max_tokens"] == 1 and body["messages"][-1] == {"role": "assistant", "content": "All done"}
+    usage = {"prompt_tokens": 62, "completion_tokens": 1, "total_tokens": 63}
+    continuation = (_chunk({"role": "assistant", "content": ""}) + _chunk({"content": "!"}, "length")
+                    + encode_event({"id": "other", "choices": [], "usage": usage}) + encode_event("[DONE]"))
+    tail = [line[6:] for line in plan.splice(50).rewrite(continuation).decode().split("\n\n") if line]
+    assert tail[1] == "[DONE]" and len(tail) == 2
+    assert json.loads(tail[0]) == {"id": "c1", "created": 7, "model": "m", "choices": [],
+                                   "usage": {"prompt_tokens": 12, "completion_tokens": 50, "total_tokens": 62}}
+    # Cut between the usage chunk and [DONE]: only [DONE] is added.
+    with_usage = seen + encode_event({"id": "c1", "choices": [], "usage": usage})
+    plan = chat_continuation(CHAT, with_usage)
+    assert isinstance(plan, Continuation)
+    assert plan.splice(50).rewrite(continuation) == encode_event("[DONE]")
