@@ -10,6 +10,7 @@ import asyncio
 import socket
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import aiohttp
 import pytest
@@ -24,6 +25,8 @@ from tao_harness.replica.scenario import load_scenario
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hello there"}], "max_tokens": 8,
         "stream": True, "ignore_eos": True}
 FIRST_CHUNK = b'data: {"choices": [{"index": 0, "delta": {"content": "partial"}}]}\n\n'
+
+Serve = Callable[[Any], Awaitable[TestServer]]  # the `serve` fixture (tests/conftest.py)
 
 
 def _reset(writer: asyncio.StreamWriter) -> None:
@@ -48,22 +51,8 @@ async def _dying_replica(after_headers: bool) -> tuple[asyncio.Server, str]:
     return server, f"http://127.0.0.1:{port}"
 
 
-Serve = Callable[..., Awaitable[TestServer]]
 
 
-@pytest.fixture
-async def serve() -> AsyncIterator[Serve]:
-    servers: list[TestServer] = []
-
-    async def start(app: object) -> TestServer:
-        server = TestServer(app, host="127.0.0.1", port=0, handler_cancellation=True)  # type: ignore[arg-type]
-        await server.start_server()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in reversed(servers):
-        await server.close()
 
 
 def _url(server: TestServer) -> str:

@@ -33,7 +33,8 @@ BASH = {"name": "Bash", "description": "Run a command", "input_schema": {
     "type": "object", "properties": {"command": {"type": "string"}, "description": {"type": "string"}},
     "required": ["command"]}}
 
-Serve = Callable[[Any], Awaitable[TestServer]]
+Serve = Callable[[Any], Awaitable[TestServer]]  # the `serve` fixture (tests/conftest.py)
+
 
 
 def _reset(writer: asyncio.StreamWriter) -> None:
@@ -86,19 +87,6 @@ def _end_of_nth(data: bytearray, marker: bytes, n: int) -> int | None:
     return end
 
 
-@pytest.fixture
-async def serve() -> AsyncIterator[Serve]:
-    servers: list[TestServer] = []
-
-    async def start(app: Any) -> TestServer:
-        server = TestServer(app, host="127.0.0.1", port=0, handler_cancellation=True)
-        await server.start_server()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in reversed(servers):
-        await server.close()
 
 
 def _replica_app() -> Any:
