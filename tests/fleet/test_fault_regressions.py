@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
