@@ -61,10 +61,9 @@ async def _json_object(request: web.Request) -> dict[str, Any]:
 
 async def admit(request: web.Request) -> web.Response:
     coordinator = request.app[COORDINATOR]
-    body = await _json_object(request)
-    given = parse_admit(body, coordinator.registry.ids)
+    given = parse_admit(await _json_object(request), coordinator.registry.ids)
     # The session's report may still be on its way over the proxy's channel: let it land first.
-    await request.app[CHANNELS].wait_applied(field(body, "channel", str, None), field(body, "after_seq", int, 0))
+    await request.app[CHANNELS].wait_applied(given.channel, given.after_seq)
     answer = await coordinator.admit(given.session, given.request_id, given.estimate, given.exclude,
                                      given.wait_s, given.leased)
     if answer.replica is None:

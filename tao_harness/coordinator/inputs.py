@@ -55,6 +55,10 @@ class AdmitInput:
     wait_s: float
     # The replica the request was already sent to on a lease, or None.
     leased: str | None
+    # The proxy's coordinator channel and the number of this session's last message sent on it: the
+    # admission waits until the channel has applied it (None: no channel).
+    channel: str | None = None
+    after_seq: int = 0
 
 
 def parse_admit(body: dict[str, Any], replica_ids: Collection[str]) -> AdmitInput:
@@ -68,6 +72,7 @@ def parse_admit(body: dict[str, Any], replica_ids: Collection[str]) -> AdmitInpu
         session=field(body, "session", str), request_id=field(body, "request_id", str),
         estimate=field(body, "prompt_tokens_estimate", int, 0), exclude=tuple(exclude),
         wait_s=min(MAX_WAIT_S, float(field(body, "wait_s", (int, float), 10.0))), leased=leased,
+        channel=field(body, "channel", str, None), after_seq=field(body, "after_seq", int, 0),
     )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import deque
+from itertools import takewhile
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -92,8 +93,9 @@ class LeaseBook:
         oldest = self._log[0][0] if self._log else self._seq + 1
         if after < 0 or after > self._seq or after + 1 < oldest:
             return LeaseUpdate(self.instance, self._seq, True, tuple(self._holders.values()))
-        return LeaseUpdate(self.instance, self._seq, False,
-                           tuple(lease for seq, lease in self._log if seq > after))
+        # Newest first, stopping at the first change the proxy has: O(changes), not O(log length).
+        newer = [lease for _, lease in takewhile(lambda entry: entry[0] > after, reversed(self._log))]
+        return LeaseUpdate(self.instance, self._seq, False, tuple(reversed(newer)))
 
     async def wait(self, after: int, instance: str | None, wait_s: float) -> LeaseUpdate:
         """Changes after `after`; waits up to `wait_s` for one when there are none yet."""

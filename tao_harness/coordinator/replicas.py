@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
@@ -86,9 +87,9 @@ class ReplicaRegistry:
     def spec(self, replica_id: str) -> ReplicaSpec:
         return next(s for s in self.specs if s.id == replica_id)
 
-    @property
+    @cached_property
     def ids(self) -> frozenset[str]:
-        return frozenset(self.loads)
+        return frozenset(spec.id for spec in self.specs)  # fixed at start: `specs` never changes
 
     def up(self) -> tuple[ReplicaSpec, ...]:
         return tuple(s for s in self.specs if not self.loads[s.id].down and self.loads[s.id].capacity_tokens)

@@ -15,7 +15,7 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, AsyncIterator, Coroutine
 
 import aiohttp
@@ -103,22 +103,17 @@ def _forward_headers(request: web.Request, extra: dict[str, str], request_id: st
 async def _choose_replica(state: ProxyState, identity: SessionIdentity, api: ApiKind | None,
                           request_id: str, body_size: int, exclude: tuple[str, ...]) -> Admission | None:
     if api is not None and state.coordinator is not None:
+        ask = AdmitRequest(session=identity.session, request_id=request_id, api=api, path=identity.path,
+                           prompt_tokens_estimate=body_size // BYTES_PER_TOKEN, exclude=exclude,
+                           identity_source=identity.source)
         lease = state.leases.get(identity.session) if not exclude else None
         if lease is not None and state.coordinator.available:
-            state.send_report(identity.session, state.coordinator.record_leased(AdmitRequest(
-                session=identity.session, request_id=request_id, api=api, path=identity.path,
-                prompt_tokens_estimate=body_size // BYTES_PER_TOKEN, identity_source=identity.source,
-                leased=lease.replica,
-            )))
+            state.send_report(identity.session, state.coordinator.record_leased(replace(ask, leased=lease.replica)))
             return lease
         previous = state.reports.get(identity.session)
         if previous is not None:
             await asyncio.shield(previous)
-        admission = await state.coordinator.admit(AdmitRequest(
-            session=identity.session, request_id=request_id, api=api, path=identity.path,
-            prompt_tokens_estimate=body_size // BYTES_PER_TOKEN, exclude=exclude,
-            identity_source=identity.source,
-        ))
+        admission = await state.coordinator.admit(ask)
         if admission is not None:
             return admission
     replica = state.router.pick(identity.session, exclude)

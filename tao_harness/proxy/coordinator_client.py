@@ -143,11 +143,12 @@ class CoordinatorClient:
 
     async def record_leased(self, request: AdmitRequest) -> None:
         """Tell the coordinator about a request already sent on a lease (it answers at once)."""
-        body = _body(request) | {"wait_s": 0}
-        if self.channel is None or not await self.channel.send("leased", request.session, body):
-            await self._post("/v1/admit", body, self._grace_s)
+        await self._deliver("leased", "/v1/admit", request.session, _body(request) | {"wait_s": 0})
 
     async def report(self, report: RequestReport) -> None:
-        body = _body(report)
-        if self.channel is None or not await self.channel.send("done", report.session, body):
-            await self._post("/v1/requests/done", body, self._grace_s)
+        await self._deliver("done", "/v1/requests/done", report.session, _body(report))
+
+    async def _deliver(self, kind: str, path: str, session: str, body: dict[str, Any]) -> None:
+        """Over the channel while it is open, else as an HTTP request to `path`."""
+        if self.channel is None or not await self.channel.send(kind, session, body):
+            await self._post(path, body, self._grace_s)

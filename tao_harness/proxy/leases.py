@@ -36,19 +36,22 @@ class LeaseTable:
         """Fold one lease update in; a malformed one raises ValueError (the caller clears the table)."""
         try:
             instance, seq, reset = str(update["instance"]), int(update["seq"]), bool(update["reset"])
-            changes = [(str(item["session"]), item.get("replica")) for item in update["leases"]]
-            leases = {
-                session: Admission(str(replica), str(item["base_url"]),
-                                   {str(k): str(v) for k, v in (item.get("headers") or {}).items()})
-                for (session, replica), item in zip(changes, update["leases"]) if replica is not None
-            }
+            changes = [(str(item["session"]), _admission(item)) for item in update["leases"]]
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"malformed lease update: {exc!r}") from None
         if reset or instance != self.instance:
             self._leases.clear()
-        for session, replica in changes:
-            if replica is None:
+        for session, admission in changes:
+            if admission is None:
                 self._leases.pop(session, None)
             else:
-                self._leases[session] = leases[session]
+                self._leases[session] = admission
         self.instance, self.seq = instance, seq
+
+
+def _admission(lease: dict[str, Any]) -> Admission | None:
+    """Where a lease sends its session's requests; None for a revoked lease."""
+    if lease.get("replica") is None:
+        return None
+    return Admission(str(lease["replica"]), str(lease["base_url"]),
+                     {str(k): str(v) for k, v in (lease.get("headers") or {}).items()})
