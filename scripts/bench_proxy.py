@@ -1,6 +1,8 @@
 """Proxy overhead: added latency (p50/p99) at 1 and 64 concurrent clients, and the request-rate ceiling.
 
-Every router is measured side by side in one run against the same fast fake backend (a minimal
+`CPU ms/req` is the CPU time of the router's own processes (the proxy and its coordinator) per request
+while measured, from /proc: on a loaded machine the rate says how much CPU a process got, this what a
+request costs. Every router is measured side by side in one run against the same fast fake backend (a minimal
 aiohttp server that answers chat completions at once, in its own process), so the figures are
 comparable on a shared, noisy machine. Routers: `direct` (no router), `tao-proxy` (fail-open: no
 coordinator), `tao-proxy+coordinator` (admitted by a `tao coordinator`; later requests of a session that
@@ -72,6 +74,9 @@ class Row:
     rate_per_s: float
     added_p50_ms: float | None = None
     added_p99_ms: float | None = None
+    # CPU time the router's own processes (a proxy and its coordinator) spent per request while measured:
+    # unlike the rate, it hardly depends on what else the machine runs. None where /proc cannot say.
+    cpu_ms_per_request: float | None = None
 
 
 def wait_ready(url: str, timeout_s: float = 30.0) -> None:
@@ -108,17 +113,34 @@ async def load(url: str, clients: int, seconds: float) -> list[float]:
     return latencies
 
 
-def measure(name: str, base: str, clients: int, seconds: float) -> Row:
+def cpu_seconds(pids: list[int]) -> float | None:
+    """User + system CPU time of these processes (all their threads) so far; None without /proc."""
+    total = 0
+    try:
+        for pid in pids:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat(5))
+    except (OSError, IndexError, ValueError):
+        return None
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def measure(name: str, base: str, clients: int, seconds: float, pids: list[int] | None = None) -> Row:
     url = base.rstrip("/") + "/v1/chat/completions"
     asyncio.run(load(url, clients, min(1.0, seconds / 4)))  # warm-up: connections, JIT-free paths
+    cpu_before = cpu_seconds(pids) if pids else None
     latencies = asyncio.run(load(url, clients, seconds))
+    cpu_after = cpu_seconds(pids) if pids else None
     ordered = sorted(latencies)
+    cpu_ms = None if cpu_before is None or cpu_after is None else (cpu_after - cpu_before) * 1e3 / len(ordered)
     return Row(name, clients, len(ordered), statistics.median(ordered) * 1e3,
-               ordered[int(0.99 * (len(ordered) - 1))] * 1e3, len(ordered) / seconds)
+               ordered[int(0.99 * (len(ordered) - 1))] * 1e3, len(ordered) / seconds, cpu_ms_per_request=cpu_ms)
 
 
 def start(stack: ExitStack, argv: list[str], ready_url: str, env: dict[str, str] | None = None,
-          timeout_s: float = 30.0) -> None:
+          timeout_s: float = 30.0) -> int:
+    """Start a server and wait until it answers; returns its process id."""
     log = stack.enter_context(tempfile.TemporaryFile())
     process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
     stack.callback(process.wait, 10)
@@ -129,6 +151,7 @@ def start(stack: ExitStack, argv: list[str], ready_url: str, env: dict[str, str]
         log.seek(0)
         tail = log.read().decode(errors="replace").strip().splitlines()[-3:]
         raise RuntimeError(f"{argv[0]} did not come up: {' | '.join(tail)}") from None
+    return process.pid
 
 
 def main() -> int:
@@ -146,36 +169,40 @@ def main() -> int:
         backend = f"http://127.0.0.1:{backend_port}"
         start(stack, [sys.executable, "-c", BACKEND_CODE, str(backend_port)], backend + "/health")
         routers: dict[str, str] = {"direct": backend}
+        pids: dict[str, list[int]] = {}  # each router's own processes
 
         proxy_port = free_port()
-        start(stack, [sys.executable, "-m", "tao_harness.cli.main", "proxy", "--port", str(proxy_port),
-                      "--replica", f"r0={backend}", "--log-level", "WARNING"],
-              f"http://127.0.0.1:{proxy_port}/healthz")
+        pids["tao-proxy"] = [start(stack, [sys.executable, "-m", "tao_harness.cli.main", "proxy",
+                                           "--port", str(proxy_port), "--replica", f"r0={backend}",
+                                           "--log-level", "WARNING"], f"http://127.0.0.1:{proxy_port}/healthz")]
         routers["tao-proxy"] = f"http://127.0.0.1:{proxy_port}"
         versions["tao-proxy"] = "tao_harness (this tree), fail-open mode (no coordinator)"
 
         coordinator_port = free_port()
         coordinator = f"http://127.0.0.1:{coordinator_port}"
-        start(stack, [sys.executable, "-m", "tao_harness.cli.main", "coordinator", "--port", str(coordinator_port),
-                      "--no-store", "--replica", f"r0={backend}", "--log-level", "WARNING"], coordinator + "/healthz")
+        coordinator_pid = start(stack, [sys.executable, "-m", "tao_harness.cli.main", "coordinator",
+                                        "--port", str(coordinator_port), "--no-store", "--replica", f"r0={backend}",
+                                        "--log-level", "WARNING"], coordinator + "/healthz")
         for name, flags, what in (
             ("tao-proxy+coordinator", [], "admission by `tao coordinator --policy tao`, following its leases"),
             ("tao-proxy+coordinator, no leases", ["--no-leases"], "every request admitted by the coordinator"),
         ):
             admitted_port = free_port()
-            start(stack, [sys.executable, "-m", "tao_harness.cli.main", "proxy", "--port", str(admitted_port),
-                          "--coordinator", coordinator, "--replica", f"r0={backend}", "--log-level", "WARNING",
-                          *flags], f"http://127.0.0.1:{admitted_port}/healthz")
+            pids[name] = [coordinator_pid, start(
+                stack, [sys.executable, "-m", "tao_harness.cli.main", "proxy", "--port", str(admitted_port),
+                        "--coordinator", coordinator, "--replica", f"r0={backend}", "--log-level", "WARNING", *flags],
+                f"http://127.0.0.1:{admitted_port}/healthz")]
             routers[name] = f"http://127.0.0.1:{admitted_port}"
             versions[name] = f"tao_harness (this tree), {what}"
 
         peer_bin = args.peers_venv / "bin" if args.peers_venv else None
         if peer_bin and (peer_bin / "vllm-router").exists():
             router_port = free_port()
-            start(stack, [str(peer_bin / "vllm-router"), "--worker-urls", backend, "--policy", "cache_aware",
-                          "--port", str(router_port), "--log-level", "warning",
-                          "--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port())],
-                  f"http://127.0.0.1:{router_port}/health")
+            pids["vllm-router"] = [start(stack, [str(peer_bin / "vllm-router"), "--worker-urls", backend,
+                                                 "--policy", "cache_aware", "--port", str(router_port),
+                                                 "--log-level", "warning", "--prometheus-host", "127.0.0.1",
+                                                 "--prometheus-port", str(free_port())],
+                                         f"http://127.0.0.1:{router_port}/health")]
             routers["vllm-router"] = f"http://127.0.0.1:{router_port}"
             out = subprocess.run([str(peer_bin / "pip"), "show", "vllm-router"], capture_output=True, text=True)
             versions["vllm-router"] = " ".join(re.findall(r"^Version: (.*)$", out.stdout, re.M)) + \
@@ -187,11 +214,12 @@ def main() -> int:
                          f"      api_base: {backend}/v1\n      api_key: dummy\n")
             config.flush()
             try:
-                start(stack, [str(peer_bin / "litellm"), "--config", config.name, "--port", str(litellm_port)],
-                      f"http://127.0.0.1:{litellm_port}/health/liveliness",
-                      env=os.environ | {"LITELLM_LOG": "ERROR",
-                                        "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true"},
-                      timeout_s=180)
+                pids["litellm"] = [start(stack, [str(peer_bin / "litellm"), "--config", config.name,
+                                                 "--port", str(litellm_port)],
+                                         f"http://127.0.0.1:{litellm_port}/health/liveliness",
+                                         env=os.environ | {"LITELLM_LOG": "ERROR",
+                                                           "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true"},
+                                         timeout_s=180)]
                 routers["litellm"] = f"http://127.0.0.1:{litellm_port}"
                 versions["litellm"] = "LiteLLM proxy (litellm[proxy] from PyPI), one openai/ model entry"
             except RuntimeError as exc:
@@ -204,7 +232,7 @@ def main() -> int:
             for name, base in routers.items():
                 if name == "direct":
                     continue
-                row = measure(name, base, clients, args.seconds)
+                row = measure(name, base, clients, args.seconds, pids.get(name))
                 row.added_p50_ms = row.p50_ms - direct.p50_ms
                 row.added_p99_ms = row.p99_ms - direct.p99_ms
                 rows.append(row)
@@ -215,9 +243,10 @@ def main() -> int:
     from tao_harness.cli.common import format_table
 
     print(format_table(
-        [(r.router, r.clients, r.requests, r.p50_ms, r.p99_ms, r.added_p50_ms, r.added_p99_ms, r.rate_per_s)
-         for r in rows],
-        ["router", "clients", "requests", "p50 ms", "p99 ms", "added p50 ms", "added p99 ms", "req/s"],
+        [(r.router, r.clients, r.requests, r.p50_ms, r.p99_ms, r.added_p50_ms, r.added_p99_ms, r.rate_per_s,
+          r.cpu_ms_per_request) for r in rows],
+        ["router", "clients", "requests", "p50 ms", "p99 ms", "added p50 ms", "added p99 ms", "req/s",
+         "CPU ms/req"],
     ))
     for name, version in versions.items():
         print(f"{name}: {version}")

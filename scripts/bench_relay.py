@@ -56,7 +56,7 @@ async def _case(coordinator: str | None, path: str, requests: int, spool: Path) 
                 body = {"type": "tool_start", "session": "bench", "call_id": f"c{i}", "tool_name": "bash",
                         "at": time.time()}
             started = time.perf_counter()
-            async with http.post(url + path, json=body) as response:
+            async with http.post(url + relay.prefix + path, json=body) as response:
                 await response.read()
             latencies.append((time.perf_counter() - started) * 1000)
         await runner.cleanup()

@@ -1,10 +1,11 @@
 """Background delivery of one run's records: live when the coordinator answers, spooled when not.
 
-`submit` never waits (the relay answers the shim at once). A single task sends records in submission
-order. When a delivery fails, the undelivered records are written to this run's spool file and kept in
-memory; for `retry_s` new records are only appended there, then delivery is tried again, oldest first,
-and the spool file is trimmed to what is still undelivered. `close` gives pending records a last,
-bounded chance and leaves the rest in the spool for the next run or `tao spool flush`.
+`submit` never waits (the relay answers the shim at once); it redacts a tool event's command and
+arguments first, so no secret reaches the spool file or the wire in clear. A single task sends records
+in submission order. When a delivery fails, the undelivered records are written to this run's spool
+file and kept in memory; for `retry_s` new records are only appended there, then delivery is tried
+again, oldest first, and the spool file is trimmed to what is still undelivered. `close` gives pending
+records a last, bounded chance and leaves the rest in the spool for the next run or `tao spool flush`.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from tao_harness.shims.delivery import CoordinatorPoster, Progress, deliver
+from tao_harness.shims.delivery import EVENTS_PATH, CoordinatorPoster, Progress, deliver, outgoing_event
 from tao_harness.shims.spool import SpoolRecord, SpoolWriter
+from tao_harness.store.redact import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +32,10 @@ class ForwarderStats:
 
 class Forwarder:
     def __init__(self, poster: CoordinatorPoster | None, spool: SpoolWriter, batch_max: int,
-                 retry_s: float) -> None:
+                 retry_s: float, redactor: Redactor | None = None) -> None:
         # poster None: no coordinator at all, everything is spooled.
         self._poster = poster
+        self._redactor = redactor or Redactor()
         self._spool = spool
         self._batch_max = batch_max
         self._retry_s = retry_s
@@ -46,6 +49,8 @@ class Forwarder:
 
     def submit(self, path: str, body: dict[str, Any]) -> None:
         self.stats.submitted += 1
+        if path == EVENTS_PATH:
+            body = outgoing_event(body, self._redactor)
         self._incoming.append(SpoolRecord(path, body, time.time()))
         self._wake.set()
 

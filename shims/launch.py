@@ -44,7 +44,8 @@ class LaunchError(ValueError):
 @dataclass(frozen=True, slots=True)
 class LaunchContext:
     session: str
-    # The local relay's root URL, e.g. "http://127.0.0.1:41234".
+    # The local relay's URL with this run's secret path segment, e.g. "http://127.0.0.1:41234/Zk3...";
+    # shims append their paths ("/v1/events") to it.
     relay_url: str
     # The client proxy's root URL (no /v1).
     proxy_url: str
@@ -68,6 +69,9 @@ class Launch:
     harness: Harness
     # The harness's own session id when it is known before the start.
     harness_session_id: str | None = None
+    # The agent prints JSON lines the shim reads (Claude Code stream-json): `tao-run` passes its stdout
+    # through unchanged and hands each line to the shim.
+    observe_stdout: bool = False
 
 
 def detect_harness(argv: list[str] | tuple[str, ...]) -> Harness | None:

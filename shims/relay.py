@@ -3,11 +3,17 @@
 Served by `tao-run` on 127.0.0.1 (port 0). It speaks the coordinator's own API for the shims that build
 events themselves (the OpenCode plugin, the mini-SWE-agent launcher), plus Claude Code's hook bodies:
 
-    POST /v1/events                 one event or {"events": [...]}  -> 200 {"accepted": n} | 400
-    POST /v1/sessions               {"session", "harness", "labels", "started_at", "harness_session_id"}
-    POST /v1/sessions/{id}/end
-    POST /hooks/claude-code         a Claude Code hook input -> 200 {} (always: never disturb the agent)
+    POST /{secret}/v1/events          one event or {"events": [...]}  -> 200 {"accepted": n} | 400
+    POST /{secret}/v1/sessions        {"session", "harness", "labels", "started_at", "harness_session_id"}
+    POST /{secret}/v1/sessions/{id}/end
+    POST /{secret}/hooks/claude-code  a Claude Code hook input -> 200 {} (always: never disturb the agent)
     GET  /healthz
+
+The relay forwards with the coordinator's token, so it must not take events from just any local process:
+every route but /healthz sits under a random per-run secret path segment. Only the agent learns it, as
+part of the relay URL it is given (TAO_RELAY_URL, the Claude Code settings file in the run's private
+directory); every shim posts to "relay URL + path" and so presents it without knowing. Anything else
+gets 404.
 
 Accepted records go to a `Forwarder`, which delivers them in the background or spools them; a shim
 never waits for the coordinator.
@@ -16,14 +22,15 @@ never waits for the coordinator.
 from __future__ import annotations
 
 import logging
+import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import quote
 
 from aiohttp import web
 
-from tao_harness.events import EventError, event_to_json, events_from_body
+from tao_harness.events import EventError, event_to_json, events_from_body, fit_for_store
 from tao_harness.shims.claude_code.hooks import CLAUDE_HOOK_PATH, ClaudeHookTranslator
 from tao_harness.shims.forwarder import Forwarder
 
@@ -55,6 +62,13 @@ class RelayState:
     claude: ClaudeHookTranslator
     clock: Callable[[], float] = time.time
     events_accepted: int = 0
+    # The per-run path segment every route but /healthz sits under.
+    secret: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+
+    @property
+    def prefix(self) -> str:
+        """The path the shims' relay URL ends with: `{root}{prefix}` + "/v1/events" etc."""
+        return f"/{self.secret}"
 
 
 RELAY = web.AppKey("relay_state", RelayState)
@@ -67,8 +81,8 @@ def _bad_request(message: str) -> web.Response:
 async def _json_body(request: web.Request) -> Any:
     try:
         return await request.json()
-    except ValueError:
-        raise web.HTTPBadRequest(text='{"error": {"message": "body: not valid JSON"}}',
+    except (ValueError, RecursionError):
+        raise web.HTTPBadRequest(text='{"error": {"message": "body: not valid JSON or nested too deeply"}}',
                                  content_type="application/json") from None
 
 
@@ -105,15 +119,20 @@ async def claude_hook(request: web.Request) -> web.Response:
     state = request.app[RELAY]
     try:
         body = await request.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         body = None
     if not isinstance(body, dict):
         log.warning("ignored a Claude Code hook request without a JSON object body")
         return web.json_response({})
     outcome = state.claude.translate(body, state.clock())
     for event in outcome.events:
-        state.forwarder.submit("/v1/events", event_to_json(event))
-    state.events_accepted += len(outcome.events)
+        try:
+            fitted = fit_for_store(event)
+        except EventError as exc:
+            log.warning("ignored a Claude Code tool event the store cannot hold: %s", exc)
+            continue
+        state.forwarder.submit("/v1/events", event_to_json(fitted))
+        state.events_accepted += 1
     known = state.session.harness_session_id
     if outcome.harness_session_id and known != outcome.harness_session_id:
         # Join the harness's id to ours: the registration is sent again with it (an upsert).
@@ -131,9 +150,10 @@ async def healthz(_: web.Request) -> web.Response:
 def build_relay_app(state: RelayState) -> web.Application:
     app = web.Application(client_max_size=16 * 1024 * 1024)
     app[RELAY] = state
-    app.router.add_post("/v1/events", post_events)
-    app.router.add_post("/v1/sessions", post_session)
-    app.router.add_post("/v1/sessions/{session}/end", end_session)
-    app.router.add_post(CLAUDE_HOOK_PATH, claude_hook)
+    prefix = state.prefix
+    app.router.add_post(prefix + "/v1/events", post_events)
+    app.router.add_post(prefix + "/v1/sessions", post_session)
+    app.router.add_post(prefix + "/v1/sessions/{session}/end", end_session)
+    app.router.add_post(prefix + CLAUDE_HOOK_PATH, claude_hook)
     app.router.add_get("/healthz", healthz)
     return app

@@ -1,7 +1,8 @@
 """The local spool: coordinator requests that could not be delivered, kept as JSONL until they can.
 
 Each line is one request to replay, `{"path": "/v1/events", "body": {...}, "spooled_at": t}`, in the
-order the shim produced them. Every `tao-run` process appends only to its own file and holds an
+order the shim produced them, with secrets already redacted (the forwarder does it), in files only their
+user can read (0600 in a 0700 directory). Every `tao-run` process appends only to its own file and holds an
 exclusive `flock` on it for its whole life, so a flusher (the next run, `tao spool flush`) never reads a
 file that is still being written; the lock also dies with a killed process, which frees its file.
 A flusher takes the same lock without blocking, checks that the path still names the inode it locked
@@ -25,6 +26,8 @@ import platformdirs
 log = logging.getLogger(__name__)
 
 SUFFIX = ".jsonl"
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +54,16 @@ class SpoolRecord:
                 data.get("body"), dict):
             return None
         return SpoolRecord(data["path"], data["body"], float(data.get("spooled_at") or 0.0))
+
+
+def private_dir(directory: Path) -> None:
+    """Create `directory` readable by this user only (the spool holds commands and their arguments)."""
+    directory.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    if directory.stat().st_mode & 0o077:
+        try:
+            directory.chmod(PRIVATE_DIR)
+        except PermissionError:  # someone else's directory: still usable, our files are 0600
+            log.warning("spool directory %s is readable by others and not ours to change", directory)
 
 
 def default_spool_dir(configured: str | None = None) -> Path:
@@ -80,9 +93,10 @@ class SpoolWriter:
     """This process's own spool file, locked for as long as the writer is open."""
 
     def __init__(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
+        private_dir(directory)
         self.path = directory / f"spool-{os.getpid()}-{uuid.uuid4().hex[:8]}{SUFFIX}"
-        self._handle: IO[str] | None = open(self.path, "a+", encoding="utf-8")
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, PRIVATE_FILE)
+        self._handle: IO[str] | None = open(fd, "a+", encoding="utf-8")
         fcntl.flock(self._handle.fileno(), fcntl.LOCK_EX)
         self._count = 0
 

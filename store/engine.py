@@ -1,18 +1,20 @@
 """Opening the history database: URL resolution, SQLite/PostgreSQL engine set-up, schema check.
 
-SQLite gets WAL (readers never block the writer), a busy timeout (concurrent writers wait instead of
-failing) and enforced foreign keys, all set per connection by a connect event. Write transactions can
-ask for `BEGIN IMMEDIATE` (execution option `tao_begin="IMMEDIATE"`) so a writer takes the lock up
-front instead of failing on a read-to-write upgrade. Every failure to open becomes a `StoreError`
+SQLite gets a busy timeout (concurrent writers wait instead of failing) and enforced foreign keys, set
+per connection by a connect event, and WAL (readers never block the writer), set once the schema check
+has accepted the file and only by an opener that may write: a file that is not ours is left as it was.
+Write transactions can ask for `BEGIN IMMEDIATE` (execution option `tao_begin="IMMEDIATE"`) so a writer
+takes the lock up front instead of failing on a read-to-write upgrade. Every failure to open becomes a `StoreError`
 whose message is one readable line.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import platformdirs
 from sqlalchemy import Connection, Engine, create_engine, event, make_url
@@ -24,6 +26,8 @@ from tao_harness.store.migrations import SchemaError, ensure_schema
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 OPEN_ATTEMPTS = 5
 DEFAULT_FILE_NAME = "history.db"
+
+T = TypeVar("T")
 
 
 class StoreError(Exception):
@@ -47,13 +51,19 @@ def resolve_url(url: str | None) -> URL:
         raise StoreError(f"not a database URL: {url!r}") from None
 
 
+def sqlite_file(url: URL) -> Path | None:
+    """The file a SQLite URL names; None for in-memory SQLite and for other databases."""
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        return Path(url.database)
+    return None
+
+
 def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
     # Python's sqlite3 would open transactions on its own; the begin event below does it instead.
     dbapi_conn.isolation_level = None
     cursor = dbapi_conn.cursor()
     try:
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
     finally:
@@ -111,18 +121,34 @@ class Store:
         self.close()
 
 
-def _ensure_schema_retrying(engine: Engine, create: bool) -> int:
+def _use_wal(engine: Engine) -> None:
+    # The journal mode is stored in the file, so setting it once is enough; it cannot change inside a
+    # transaction, hence the raw connection (whose isolation level is None: no implicit BEGIN).
+    raw = engine.raw_connection()
+    try:
+        cursor = raw.cursor()
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.close()
+    finally:
+        raw.close()
+
+
+def _retry_locked(step: Callable[[], T]) -> T:
     # Connections racing to open a brand-new SQLite file can see "database is locked" while another
     # switches it to WAL, which the busy timeout does not always cover; such a race is retried.
     for attempt in range(OPEN_ATTEMPTS):
         try:
-            with engine.connect().execution_options(tao_begin="IMMEDIATE") as conn, conn.begin():
-                return ensure_schema(conn, create=create)
-        except OperationalError as exc:
-            if attempt + 1 == OPEN_ATTEMPTS or "locked" not in str(exc.orig):
+            return step()
+        except (OperationalError, sqlite3.OperationalError) as exc:
+            if attempt + 1 == OPEN_ATTEMPTS or "locked" not in str(getattr(exc, "orig", exc)):
                 raise
             time.sleep(0.05 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+def _ensure_schema(engine: Engine, create: bool) -> int:
+    with engine.connect().execution_options(tao_begin="IMMEDIATE") as conn, conn.begin():
+        return ensure_schema(conn, create=create)
 
 
 def open_store(url: str | None = None, *, create: bool = True, pool_size: int = 5) -> Store:
@@ -133,22 +159,23 @@ def open_store(url: str | None = None, *, create: bool = True, pool_size: int = 
     """
     resolved = resolve_url(url)
     name = _describe(resolved)
-    if resolved.get_backend_name() == "sqlite" and resolved.database not in (None, "", ":memory:"):
-        path = Path(resolved.database)
-        if not path.exists():
-            if not create:
-                raise StoreError(f"no history database at {path} (pass --db or set TAO_DB_URL)")
-            path.parent.mkdir(parents=True, exist_ok=True)
+    path = sqlite_file(resolved)
+    if path is not None and not path.exists():
+        if not create:
+            raise StoreError(f"no history database at {path} (pass --db or set TAO_DB_URL)")
+        path.parent.mkdir(parents=True, exist_ok=True)
     try:
         engine = _make_engine(resolved, pool_size)
     except (ArgumentError, ImportError) as exc:
         raise StoreError(f"cannot use database URL {name}: {_first_line(exc)}") from None
     try:
-        version = _ensure_schema_retrying(engine, create)
+        version = _retry_locked(lambda: _ensure_schema(engine, create))
+        if create and resolved.get_backend_name() == "sqlite":
+            _retry_locked(lambda: _use_wal(engine))
     except SchemaError as exc:
         engine.dispose()
         raise StoreError(f"database {name} {exc}") from None
-    except SQLAlchemyError as exc:
+    except (SQLAlchemyError, sqlite3.Error) as exc:
         engine.dispose()
         reason = _first_line(exc)
         if resolved.get_backend_name() == "sqlite":

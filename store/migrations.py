@@ -3,6 +3,10 @@
 Version history (models.SCHEMA_VERSION is the newest):
   1  sessions, tool_calls, llm_requests.
   2  plans table (planner decisions); tool_calls.env_timeout_s (harness-wide deadline, for replay).
+  3  tool_calls keyed by (session_id, id): call ids are only unique within a session.
+  4  llm_attempts table (every upstream attempt of a request); llm_requests.attempts. llm_requests rows
+     now hold what the client got; before, a request continued on another replica kept only a merge.
+  5  sessions.time_scale: which clock the session's records are on (1 = wall clock, >1 = emulated).
 A database newer than this code is refused; an older one is upgraded in place when it is opened.
 """
 
@@ -13,7 +17,7 @@ from typing import Callable
 
 from sqlalchemy import Connection, inspect, insert, select, func, text
 
-from tao_harness.store.models import SCHEMA_VERSION, Base, Plan, SchemaVersion
+from tao_harness.store.models import SCHEMA_VERSION, Base, LLMAttempt, Plan, SchemaVersion, ToolCall
 
 # An arbitrary constant naming the advisory lock that serializes schema set-up on PostgreSQL.
 _PG_SCHEMA_LOCK = 0x7A0_5C4E
@@ -30,8 +34,41 @@ def _to_v2(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE tool_calls ADD COLUMN env_timeout_s DOUBLE PRECISION"))
 
 
+def _to_v3(conn: Connection) -> None:
+    if conn.dialect.name == "postgresql":
+        old_key = inspect(conn).get_pk_constraint("tool_calls")["name"]
+        conn.execute(
+            text(f'ALTER TABLE tool_calls DROP CONSTRAINT "{old_key}", ADD PRIMARY KEY (session_id, id)')
+        )
+        return
+    # SQLite cannot change a primary key in place: the table is rebuilt under the new key. Only the
+    # columns both layouts have are copied, so a column another step adds later is not lost or doubled.
+    old = inspect(conn)
+    columns = [c["name"] for c in old.get_columns("tool_calls") if c["name"] in ToolCall.__table__.c]
+    for index in old.get_indexes("tool_calls"):
+        conn.execute(text(f'DROP INDEX "{index["name"]}"'))
+    conn.execute(text("ALTER TABLE tool_calls RENAME TO tool_calls_v2"))
+    ToolCall.__table__.create(conn)
+    names = ", ".join(f'"{name}"' for name in columns)
+    conn.execute(text(f"INSERT INTO tool_calls ({names}) SELECT {names} FROM tool_calls_v2"))
+    conn.execute(text("DROP TABLE tool_calls_v2"))
+
+
+def _to_v4(conn: Connection) -> None:
+    LLMAttempt.__table__.create(conn, checkfirst=True)
+    columns = {column["name"] for column in inspect(conn).get_columns("llm_requests")}
+    if "attempts" not in columns:
+        conn.execute(text("ALTER TABLE llm_requests ADD COLUMN attempts INTEGER"))
+
+
+def _to_v5(conn: Connection) -> None:
+    columns = {column["name"] for column in inspect(conn).get_columns("sessions")}
+    if "time_scale" not in columns:
+        conn.execute(text("ALTER TABLE sessions ADD COLUMN time_scale DOUBLE PRECISION"))
+
+
 # target version -> step that upgrades from the version before it
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _to_v2}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _to_v2, 3: _to_v3, 4: _to_v4, 5: _to_v5}
 
 _TAO_TABLES = {"sessions", "tool_calls", "llm_requests"}
 
@@ -56,6 +93,11 @@ def ensure_schema(conn: Connection, *, create: bool) -> int:
             )
         if not create:
             raise SchemaError("holds no tao_harness history (no schema_version table)")
+        if tables:
+            raise SchemaError(
+                f"holds other tables ({', '.join(sorted(tables)[:3])}) and no tao_harness history; "
+                "it is left unchanged: use a new file or an empty database/schema"
+            )
         Base.metadata.create_all(conn)
         _record(conn, SCHEMA_VERSION)
         return SCHEMA_VERSION

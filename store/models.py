@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Double, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 5
 """Version of the layout below; migrations.py upgrades older databases to it."""
 
 
@@ -35,14 +35,22 @@ class Session(Base):
     started_at: Mapped[float | None] = mapped_column(Double)
     ended_at: Mapped[float | None] = mapped_column(Double)
     labels: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    # Added in schema version 3: the clock of the session's records, as a rate against the wall clock
+    # (1 = wall clock; 25 = emulated time running 25x faster, e.g. `tao demo`). NULL: recorded before.
+    time_scale: Mapped[float | None] = mapped_column(Double)
 
     __table_args__ = (Index("ix_sessions_started_at", "started_at"),)
 
 
 class ToolCall(Base):
+    """Keyed by (session, call id) since schema version 3: harnesses number their calls per session,
+    so two sessions may well use the same call id."""
+
     __tablename__ = "tool_calls"
+    session_id: Mapped[str] = mapped_column(
+        String(200), ForeignKey("sessions.id", ondelete="CASCADE"), primary_key=True
+    )
     id: Mapped[str] = mapped_column(String(200), primary_key=True)
-    session_id: Mapped[str] = mapped_column(String(200), ForeignKey("sessions.id", ondelete="CASCADE"))
     harness: Mapped[str | None] = mapped_column(String(64))
     tool_name: Mapped[str | None] = mapped_column(String(200))
     family: Mapped[str | None] = mapped_column(String(200))
@@ -69,6 +77,9 @@ class ToolCall(Base):
 
 
 class LLMRequest(Base):
+    """One LLM request as its client saw it: usage and timing of the answer it got, whichever replicas
+    (`attempts` of them, version 3) produced it; `replica` is the last one."""
+
     __tablename__ = "llm_requests"
     id: Mapped[str] = mapped_column(String(200), primary_key=True)
     session_id: Mapped[str] = mapped_column(String(200), ForeignKey("sessions.id", ondelete="CASCADE"))
@@ -82,11 +93,38 @@ class LLMRequest(Base):
     started_at: Mapped[float | None] = mapped_column(Double)
     ended_at: Mapped[float | None] = mapped_column(Double)
     status: Mapped[str | None] = mapped_column(String(32))
+    attempts: Mapped[int | None] = mapped_column(Integer)
 
     __table_args__ = (
         Index("ix_llm_requests_session_started", "session_id", "started_at"),
         Index("ix_llm_requests_replica_started", "replica", "started_at"),
         Index("ix_llm_requests_started_at", "started_at"),
+    )
+
+
+class LLMAttempt(Base):
+    """One upstream attempt of an LLM request (added in schema version 4): what that replica was sent and
+    did. A request a replica failed mid-answer has one row per replica; the continuation's prompt holds
+    the answer text already sent."""
+
+    __tablename__ = "llm_attempts"
+    id: Mapped[str] = mapped_column(String(220), primary_key=True)  # "<request id>#<attempt>"
+    request_id: Mapped[str] = mapped_column(String(200))
+    attempt: Mapped[int] = mapped_column(Integer)  # 1, 2, ... in the order they were sent
+    session_id: Mapped[str] = mapped_column(String(200), ForeignKey("sessions.id", ondelete="CASCADE"))
+    replica: Mapped[str | None] = mapped_column(String(200))
+    prompt_tokens: Mapped[int | None] = mapped_column(Integer)
+    cached_tokens: Mapped[int | None] = mapped_column(Integer)
+    completion_tokens: Mapped[int | None] = mapped_column(Integer)
+    ttft_s: Mapped[float | None] = mapped_column(Double)
+    latency_s: Mapped[float | None] = mapped_column(Double)
+    started_at: Mapped[float | None] = mapped_column(Double)
+    ended_at: Mapped[float | None] = mapped_column(Double)
+    status: Mapped[str | None] = mapped_column(String(32))
+
+    __table_args__ = (
+        Index("ix_llm_attempts_request", "request_id", "attempt"),
+        Index("ix_llm_attempts_started_at", "started_at"),
     )
 
 

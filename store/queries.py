@@ -9,11 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from sqlalchemy import Select, delete, exists, func, select
+from sqlalchemy import Select, delete, exists, func, or_, select
 
+from tao_harness.outcomes import CENSORED_STATUSES
 from tao_harness.readiness.accuracy import CallSample
 from tao_harness.store.engine import Store
-from tao_harness.store.models import LLMRequest, Plan, Session, ToolCall
+from tao_harness.store.models import LLMAttempt, LLMRequest, Plan, Session, ToolCall
 from tao_harness.store.records import ToolCallRecord
 
 STREAM_ROWS = 2000
@@ -46,9 +47,11 @@ def recent_calls(
 
 
 def family_durations(store: Store, family: str | None = None) -> Iterator[tuple[str, float]]:
-    """(family, duration_s) of every completed call, in completion order: feeds DurationHistory."""
+    """(family, duration_s) of every completed call, in completion order: feeds DurationHistory.
+    Timed-out and cancelled calls are left out: they stopped before their work ended (outcomes.py)."""
     stmt = select(ToolCall.family, ToolCall.duration_s).where(
-        ToolCall.family.is_not(None), ToolCall.duration_s.is_not(None)
+        ToolCall.family.is_not(None), ToolCall.duration_s.is_not(None),
+        or_(ToolCall.status.is_(None), ToolCall.status.not_in(CENSORED_STATUSES)),
     )
     if family is not None:
         stmt = stmt.where(ToolCall.family == family)
@@ -77,6 +80,9 @@ def call_samples(store: Store) -> Iterator[CallSample]:
             args=call.args,
             duration_s=call.duration_s or 0.0,
             env_timeout_s=call.env_timeout_s,
+            session_id=call.session_id,
+            harness=call.harness,
+            status=call.status,
         )
 
 
@@ -93,6 +99,7 @@ class PruneResult:
 
     tool_calls: int
     llm_requests: int
+    llm_attempts: int
     plans: int
     sessions: int
 
@@ -102,14 +109,17 @@ def prune(store: Store, before: float) -> PruneResult:
     with store.engine.connect().execution_options(tao_begin="IMMEDIATE") as conn, conn.begin():
         calls = conn.execute(delete(ToolCall).where(ToolCall.started_at < before)).rowcount
         requests = conn.execute(delete(LLMRequest).where(LLMRequest.started_at < before)).rowcount
+        attempts = conn.execute(delete(LLMAttempt).where(LLMAttempt.started_at < before)).rowcount
         plans = conn.execute(delete(Plan).where(Plan.created_at < before)).rowcount
         orphan = (
             ~exists().where(ToolCall.session_id == Session.id)
             & ~exists().where(LLMRequest.session_id == Session.id)
+            & ~exists().where(LLMAttempt.session_id == Session.id)
             & (func.coalesce(Session.ended_at, Session.started_at) < before)
         )
         sessions = conn.execute(delete(Session).where(orphan)).rowcount
-    return PruneResult(tool_calls=calls, llm_requests=requests, plans=plans, sessions=sessions)
+    return PruneResult(tool_calls=calls, llm_requests=requests, llm_attempts=attempts, plans=plans,
+                       sessions=sessions)
 
 
 def count_calls(store: Store) -> int:

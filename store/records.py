@@ -20,6 +20,9 @@ class SessionRecord:
     started_at: float | None = None
     ended_at: float | None = None
     labels: Mapping[str, str] | None = None  # free-form tags: benchmark, task id, host ...
+    # The clock every record of this session is on, as its rate against the wall clock: 1.0 = the wall
+    # clock (real agents); 25.0 = an emulated fleet (`tao demo`) whose times and durations are emulated.
+    time_scale: float | None = None
 
 
 @dataclass(frozen=True)
@@ -40,13 +43,14 @@ class ToolCallRecord:
     started_at: float | None = None
     ended_at: float | None = None
     duration_s: float | None = None
-    status: str | None = None  # "ok", "error", "timeout", "interrupted"
+    status: str | None = None  # tao_harness.outcomes: "ok", "error", "timeout", "killed", "cancelled"
     exit_code: int | None = None
 
 
 @dataclass(frozen=True)
 class LLMRequestRecord:
-    """One LLM request as the proxy saw it, with the engine's usage report."""
+    """One LLM request as its client saw it: the usage the answer reported, the client's TTFT and latency,
+    across all the replicas that produced it (`attempts`; `replica` is the last)."""
 
     id: str  # X-Request-Id or a proxy-generated id
     session_id: str
@@ -60,6 +64,27 @@ class LLMRequestRecord:
     started_at: float | None = None
     ended_at: float | None = None
     status: str | None = None
+    attempts: int | None = None  # upstream attempts the answer took (1 unless a replica failed)
+
+
+@dataclass(frozen=True)
+class LLMAttemptRecord:
+    """One upstream attempt of an LLM request, with that replica's own usage report (a continuation's
+    prompt includes the answer text already sent; a cut attempt reports no usage of its own)."""
+
+    id: str  # "<request id>#<attempt>"
+    request_id: str
+    attempt: int  # 1, 2, ...
+    session_id: str
+    replica: str | None = None
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    completion_tokens: int | None = None
+    ttft_s: float | None = None  # from the request's arrival at the proxy
+    latency_s: float | None = None  # likewise, to the attempt's end
+    started_at: float | None = None
+    ended_at: float | None = None
+    status: str | None = None  # "ok", "error", "cancelled", "connect_error"
 
 
 @dataclass(frozen=True)
@@ -77,4 +102,4 @@ class PlanRecord:
     objective: Sequence[float] = field(default_factory=tuple)  # Σ value triple (k, r, t) of the plan
 
 
-StoreRecord = SessionRecord | ToolCallRecord | LLMRequestRecord | PlanRecord
+StoreRecord = SessionRecord | ToolCallRecord | LLMRequestRecord | LLMAttemptRecord | PlanRecord

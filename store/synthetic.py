@@ -16,8 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from tao_harness.readiness.family import family_key
-from tao_harness.readiness.hints import parse_hints
+from tao_harness.readiness.call import describe_call
 from tao_harness.store.records import LLMRequestRecord, SessionRecord, StoreRecord, ToolCallRecord
 
 DEFAULT_START = 1_790_000_000.0  # 2026-09-21 UTC: a fixed origin keeps generated files reproducible
@@ -112,7 +111,7 @@ def _tool_call(rng: random.Random, harness: str, session: str, index: int, start
     else:
         tool, command = kind.tool, None
         args = {"file_path": text} if kind.tool in ("Read", "Edit") else {"pattern": text}
-    hints = parse_hints(tool, command, args, env_timeout_s=env_timeout)
+    family, hints = describe_call(tool, command, args, env_timeout_s=env_timeout)
     duration = _duration(kind, text, rng)
     status, exit_code = ("ok", 0) if rng.random() > 0.15 else ("error", 1)
     if hints.max_s is not None and duration > hints.max_s:
@@ -122,7 +121,7 @@ def _tool_call(rng: random.Random, harness: str, session: str, index: int, start
         session_id=session,
         harness=harness,
         tool_name=tool,
-        family=family_key(tool, command),
+        family=family,
         command=command,
         args=args,
         hints=hints.to_json(),

@@ -1,9 +1,10 @@
 """Writing one batch of records in one transaction, as upserts that work on SQLite and PostgreSQL.
 
-A record's None fields mean "unknown": `ON CONFLICT (id) DO UPDATE SET col = COALESCE(new, old)`, so
-a tool_start row and the later tool_end row for the same call id merge into one. Rows that share an id
-inside a batch are merged in Python first (PostgreSQL refuses to touch a row twice in one statement),
-and rows are sorted by id so concurrent writers lock rows in the same order.
+A record's None fields mean "unknown": `ON CONFLICT (key) DO UPDATE SET col = COALESCE(new, old)`, so
+a tool_start row and the later tool_end row for the same call merge into one. The key is the table's
+primary key: the id, or (session_id, id) for tool calls, whose ids are only unique within a session.
+Rows that share a key inside a batch are merged in Python first (PostgreSQL refuses to touch a row
+twice in one statement), and rows are sorted by key so concurrent writers lock rows in the same order.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from typing import Any, Iterable, Sequence
 from sqlalchemy import Connection, Table, func, insert
 from sqlalchemy.dialects import postgresql, sqlite
 
-from tao_harness.store.models import LLMRequest, Plan, Session, ToolCall
-from tao_harness.store.records import LLMRequestRecord, PlanRecord, SessionRecord, StoreRecord, ToolCallRecord
+from tao_harness.store.models import LLMAttempt, LLMRequest, Plan, Session, ToolCall
+from tao_harness.store.records import (LLMAttemptRecord, LLMRequestRecord, PlanRecord, SessionRecord,
+                                       StoreRecord, ToolCallRecord)
 from tao_harness.store.redact import Redactor
 
 _JSON_FIELDS = ("args", "hints", "labels")
@@ -30,16 +32,24 @@ def _row(record: StoreRecord) -> dict[str, Any]:
     return row
 
 
-def merge_by_id(records: Iterable[SessionRecord | ToolCallRecord | LLMRequestRecord]) -> list[dict[str, Any]]:
-    """One row per id, in id order; a later record's known (non-None) fields win."""
-    merged: dict[str, dict[str, Any]] = {}
+def _key_names(table: Table) -> list[str]:
+    return [column.name for column in table.primary_key.columns]
+
+
+def merge_by_key(
+    table: Table, records: Iterable[SessionRecord | ToolCallRecord | LLMRequestRecord | LLMAttemptRecord]
+) -> list[dict[str, Any]]:
+    """One row per primary key of `table`, in key order; a later record's known (non-None) fields win."""
+    names = _key_names(table)
+    merged: dict[tuple[str, ...], dict[str, Any]] = {}
     for record in records:
         row = _row(record)
-        earlier = merged.get(record.id)
+        key = tuple(row[name] for name in names)
+        earlier = merged.get(key)
         if earlier is None:
-            merged[record.id] = row
+            merged[key] = row
         else:
-            earlier.update((key, value) for key, value in row.items() if value is not None)
+            earlier.update((name, value) for name, value in row.items() if value is not None)
     return [merged[key] for key in sorted(merged)]
 
 
@@ -52,12 +62,13 @@ def _dialect_insert(conn: Connection, table: Table) -> Any:
 
 
 def upsert(conn: Connection, table: Table, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert `rows`, or fill in the known fields of the rows already stored under the same id."""
+    """Insert `rows`, or fill in the known fields of the rows already stored under the same key."""
     if not rows:
         return
     stmt = _dialect_insert(conn, table)
-    updates = {name: func.coalesce(stmt.excluded[name], table.c[name]) for name in rows[0] if name != "id"}
-    conn.execute(stmt.on_conflict_do_update(index_elements=["id"], set_=updates), list(rows))
+    key = _key_names(table)
+    updates = {name: func.coalesce(stmt.excluded[name], table.c[name]) for name in rows[0] if name not in key}
+    conn.execute(stmt.on_conflict_do_update(index_elements=key, set_=updates), list(rows))
 
 
 def _ensure_sessions(conn: Connection, children: Sequence[dict[str, Any]]) -> None:
@@ -75,9 +86,10 @@ def _ensure_sessions(conn: Connection, children: Sequence[dict[str, Any]]) -> No
 
 def write_batch(conn: Connection, records: Sequence[StoreRecord], redactor: Redactor | None = None) -> None:
     """Write `records` on `conn` (the caller owns the transaction), redacting call text first."""
-    sessions = merge_by_id(r for r in records if isinstance(r, SessionRecord))
-    calls = merge_by_id(r for r in records if isinstance(r, ToolCallRecord))
-    requests = merge_by_id(r for r in records if isinstance(r, LLMRequestRecord))
+    sessions = merge_by_key(Session.__table__, (r for r in records if isinstance(r, SessionRecord)))
+    calls = merge_by_key(ToolCall.__table__, (r for r in records if isinstance(r, ToolCallRecord)))
+    requests = merge_by_key(LLMRequest.__table__, (r for r in records if isinstance(r, LLMRequestRecord)))
+    attempts = merge_by_key(LLMAttempt.__table__, (r for r in records if isinstance(r, LLMAttemptRecord)))
     plans = [_row(r) for r in records if isinstance(r, PlanRecord)]
     if redactor is not None:
         for call in calls:
@@ -86,8 +98,9 @@ def write_batch(conn: Connection, records: Sequence[StoreRecord], redactor: Reda
             if call["args"] is not None:
                 call["args"] = redactor.value(call["args"])
     upsert(conn, Session.__table__, sessions)
-    _ensure_sessions(conn, [*calls, *requests])
+    _ensure_sessions(conn, [*calls, *requests, *attempts])
     upsert(conn, ToolCall.__table__, calls)
     upsert(conn, LLMRequest.__table__, requests)
+    upsert(conn, LLMAttempt.__table__, attempts)
     if plans:
         conn.execute(insert(Plan.__table__), plans)

@@ -4,10 +4,13 @@
 asyncio event loop or a hot request path). One background thread takes records off the queue and
 writes a batch, in one transaction, when `batch_size` records are waiting, when the oldest has waited
 `flush_interval_s`, or when `flush()` asks; redaction happens there too, off the caller's path.
-Transient failures (SQLite busy, PostgreSQL deadlock or lost connection) are retried with backoff; a
-batch that still fails is counted and reported by the next `flush()`/`close()` as a `StoreError`,
-never dropped silently. The queue is unbounded on purpose: a slow database costs memory, not
-stalled agents.
+Transient failures (SQLite busy, PostgreSQL deadlock or lost connection) are retried with backoff. A
+batch that fails otherwise is written record by record, so one record the database refuses (an
+"unwritable" one) cannot take the rest of its batch down. Failures are never dropped silently: each
+is kept under the number `submit()` returned, `commit(first, end)` tells a caller about its own records
+only (the coordinator acknowledges a request by it, so one client's bad record is not reported to the
+next), and `flush()`/`close()` report every failure not yet reported as a `StoreError`. The queue is
+unbounded on purpose: a slow database costs memory, not stalled agents.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from tao_harness.store.engine import Store, StoreError
 from tao_harness.store.records import StoreRecord
@@ -34,15 +38,45 @@ if TYPE_CHECKING:  # the config module pulls in pydantic; worker processes need 
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 10
+MAX_TRACKED_FAILURES = 10_000  # older ones are only counted until `flush()` reports them
 
 
 @dataclass(frozen=True)
 class _Flush:
-    done: threading.Event
+    # Called on the writer thread once every record queued before this marker is written or failed.
+    done: Callable[[], None]
 
 
 class _Stop:
     pass
+
+
+@dataclass(frozen=True)
+class _Failure:
+    reason: str
+    # The database could not be reached or stayed busy (retrying later may work); False: it refused
+    # the record itself (retrying will not help).
+    transient: bool
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What became of a range of submitted records."""
+
+    # The reason some were not written because the database was unavailable, else None.
+    unavailable: str | None
+    # How many the database refused for good (logged and counted in `StoreWriter.unwritable`).
+    unwritable: int
+
+
+def _reason(exc: BaseException) -> str:
+    return (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _transient(exc: Exception) -> bool:
+    return isinstance(exc, (OperationalError, PoolTimeout)) or (
+        isinstance(exc, DBAPIError) and exc.connection_invalidated
+    )
 
 
 def _backoff(attempt: int) -> float:
@@ -64,12 +98,17 @@ class StoreWriter:
         self.batch_size = batch_size
         self.flush_interval_s = flush_interval_s
         self.redactor = redactor or Redactor()
-        self._queue: queue.SimpleQueue[StoreRecord | _Flush | _Stop] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[int, StoreRecord] | _Flush | _Stop] = queue.SimpleQueue()
         self._closed = False
         self._lock = threading.Lock()  # orders submit() against close(): nothing is queued behind the stop
+        self._submitted = 0
         self._written = 0
-        self._failures: list[str] = []
-        self._failed_rows = 0
+        self.unwritable = 0
+        """Records the database refused for good since the writer started."""
+        self._failed_lock = threading.Lock()
+        self._failed: dict[int, _Failure] = {}  # by submission number, not yet reported
+        self._evicted = 0  # failures no longer tracked by number, not yet reported
+        self._evicted_reason = ""
         self._thread = threading.Thread(target=self._run, name="tao-store-writer", daemon=True)
         self._thread.start()
 
@@ -85,29 +124,80 @@ class StoreWriter:
         """Records written so far (records sharing an id within a batch count separately)."""
         return self._written
 
-    def submit(self, record: StoreRecord) -> None:
-        """Queue `record` for writing; returns at once (the lock is only ever held for a queue append)."""
+    @property
+    def submitted(self) -> int:
+        """The number the next submitted record will get (records are numbered 0, 1, 2 ...)."""
+        return self._submitted
+
+    def submit(self, record: StoreRecord) -> int:
+        """Queue `record` for writing and return its number; returns at once (the lock is only held for
+        a queue append)."""
         with self._lock:
             if self._closed:
                 raise StoreError("store writer is closed")
-            self._queue.put(record)
+            number = self._submitted
+            self._submitted += 1
+            self._queue.put((number, record))
+            return number
 
     def submit_many(self, records: Iterable[StoreRecord]) -> None:
         for record in records:
             self.submit(record)
 
-    def flush(self, timeout: float | None = None) -> None:
-        """Block until everything submitted before this call is written; raise if anything failed."""
+    def _wait_written(self, timeout: float | None) -> None:
         if self._thread.is_alive():
             done = threading.Event()
-            self._queue.put(_Flush(done))
+            self._queue.put(_Flush(done.set))
             if not done.wait(timeout):
                 raise StoreError(f"store writer did not flush within {timeout} s")
+
+    async def _await_written(self) -> None:
+        """`_wait_written` for an event loop, without holding a thread while it waits: a coordinator
+        acknowledges every event POST this way, and hundreds at once would queue for the loop's few
+        default-executor threads (and starve the planner, which runs there too)."""
+        if not self._thread.is_alive():
+            return
+        loop = asyncio.get_running_loop()
+        written: asyncio.Future[None] = loop.create_future()
+
+        def resolve() -> None:
+            if not written.done():  # the waiter may have been cancelled meanwhile
+                written.set_result(None)
+
+        def done() -> None:  # on the writer thread
+            try:
+                loop.call_soon_threadsafe(resolve)
+            except RuntimeError:  # the loop closed while its waiter was queued
+                pass
+
+        self._queue.put(_Flush(done))
+        await written
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Block until everything submitted before this call is written; raise if anything failed."""
+        self._wait_written(timeout)
         self._raise_failures()
 
     async def aflush(self) -> None:
         """`flush()` without blocking the event loop."""
-        await asyncio.to_thread(self.flush)
+        await self._await_written()
+        self._raise_failures()
+
+    def commit(self, first: int, end: int, timeout: float | None = None) -> CommitResult:
+        """Wait until records `first` to `end - 1` are written or failed; report (once) only on those."""
+        self._wait_written(timeout)
+        return self._result(first, end)
+
+    async def acommit(self, first: int, end: int) -> CommitResult:
+        """`commit()` without blocking the event loop (and without a thread per waiter)."""
+        await self._await_written()
+        return self._result(first, end)
+
+    def _result(self, first: int, end: int) -> CommitResult:
+        with self._failed_lock:
+            mine = [self._failed.pop(n) for n in range(first, end) if n in self._failed]
+        unavailable = [failure.reason for failure in mine if failure.transient]
+        return CommitResult(unavailable[-1] if unavailable else None, len(mine) - len(unavailable))
 
     def close(self) -> None:
         """Write what is queued, stop the thread; raise if any batch could not be written."""
@@ -126,16 +216,18 @@ class StoreWriter:
         self.close()
 
     def _raise_failures(self) -> None:
-        if self._failures:
-            reasons, rows = self._failures[:], self._failed_rows
-            self._failures.clear()
-            self._failed_rows = 0
-            raise StoreError(f"{rows} records could not be written to {self.store.name}: {reasons[-1]}")
+        with self._failed_lock:
+            count = self._evicted + len(self._failed)
+            reasons = [self._evicted_reason] + [failure.reason for failure in self._failed.values()]
+            self._failed.clear()
+            self._evicted = 0
+        if count:
+            raise StoreError(f"{count} records could not be written to {self.store.name}: {reasons[-1]}")
 
     def _run(self) -> None:
         stopping = False
         while not stopping:
-            batch: list[StoreRecord] = []
+            batch: list[tuple[int, StoreRecord]] = []
             waiters: list[_Flush] = []
             item = self._queue.get()
             deadline = time.monotonic() + self.flush_interval_s
@@ -144,46 +236,55 @@ class StoreWriter:
                     stopping = True
                     break
                 if isinstance(item, _Flush):
+                    # Someone waits: write what is queued by now and no later. Group commit: the records
+                    # and waiters queued behind it join this batch, so a hundred concurrent waiters cost
+                    # one transaction, not a hundred.
                     waiters.append(item)
-                    break
-                batch.append(item)
+                    deadline = 0.0
+                else:
+                    batch.append(item)
+                    if len(batch) >= self.batch_size:
+                        break
                 remaining = deadline - time.monotonic()
-                if len(batch) >= self.batch_size or remaining <= 0:
-                    break
                 try:
-                    item = self._queue.get(timeout=remaining)
+                    item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
                 except queue.Empty:
                     break
             if batch:
                 self._write(batch)
             for waiter in waiters:
-                waiter.done.set()
+                waiter.done()
 
-    def _write(self, batch: list[StoreRecord]) -> None:
+    def _write(self, batch: list[tuple[int, StoreRecord]]) -> None:
         for attempt in range(MAX_ATTEMPTS):
             try:
                 with (
                     self.store.engine.connect().execution_options(tao_begin="IMMEDIATE") as conn,
                     conn.begin(),
                 ):
-                    write_batch(conn, batch, self.redactor)
-            except OperationalError as exc:
-                if attempt + 1 < MAX_ATTEMPTS:
-                    time.sleep(_backoff(attempt))
-                    continue
-                self._fail(len(batch), exc)
+                    write_batch(conn, [record for _, record in batch], self.redactor)
             except Exception as exc:  # noqa: BLE001 - whatever it is, the writer thread must survive it
-                if len(batch) > 1:  # one bad record must not take the rest of its batch down with it
-                    for record in batch:
-                        self._write([record])
+                if _transient(exc):
+                    if attempt + 1 < MAX_ATTEMPTS:
+                        time.sleep(_backoff(attempt))
+                        continue
+                    self._fail(batch, _Failure(_reason(exc), transient=True))
+                elif len(batch) > 1:  # one bad record must not take the rest of its batch down with it
+                    for item in batch:
+                        self._write([item])
                 else:
-                    self._fail(len(batch), exc)
+                    self.unwritable += 1
+                    self._fail(batch, _Failure(_reason(exc), transient=False))
             else:
                 self._written += len(batch)
             return
 
-    def _fail(self, rows: int, exc: BaseException) -> None:
-        reason = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0]
-        log.error("store writer: %d records not written: %s", rows, reason)
-        self._failures.append(reason)
-        self._failed_rows += rows
+    def _fail(self, batch: list[tuple[int, StoreRecord]], failure: _Failure) -> None:
+        kind = "unavailable" if failure.transient else "refused"
+        log.error("store writer: %d records not written (database %s): %s", len(batch), kind, failure.reason)
+        with self._failed_lock:
+            for number, _ in batch:
+                self._failed[number] = failure
+            while len(self._failed) > MAX_TRACKED_FAILURES:
+                self._evicted += 1
+                self._evicted_reason = self._failed.pop(next(iter(self._failed))).reason

@@ -17,4 +17,8 @@ class ScaledClock:
     epoch: float = field(default_factory=time.time)
 
     def now(self) -> float:
-        return self.epoch + (time.time() - self.epoch) * self.time_scale
+        return self.at(time.time())
+
+    def at(self, wall: float) -> float:
+        """This clock's reading at the wall-clock instant `wall` (Unix seconds)."""
+        return self.epoch + (wall - self.epoch) * self.time_scale

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -38,6 +38,11 @@ class ReadinessConfig(_Section):
     default_s: float = Field(5.0, gt=0)
     """Predicted duration when neither hints nor any history exist."""
 
+    estimator: Literal["neighbors", "bernstein"] = "neighbors"
+    """How a running tool's return is predicted: "neighbors" — a return-time distribution from the most
+    similar earlier calls, ready when P(return within H | elapsed) ≥ ½; "bernstein" — the family's
+    empirical-Bernstein bound as the prediction (the paper's rule; kept for comparisons)."""
+
 
 class PlannerConfig(_Section):
     """The value triple and the DP planner (paper §3, appendix A)."""
@@ -55,8 +60,27 @@ class PlannerConfig(_Section):
     """Per-session reserve added to its context tokens to form its admission cost w_i."""
 
     state_budget: int = Field(20_000, ge=1)
-    """Most DP states created before the planner falls back to its best heuristic plan (BFD or the
-    certificate's split). A state costs ~30 µs in Python, so 20k bounds a plan at ~0.6 s."""
+    """Most DP states created before the planner stops and returns its best plan found with a proven
+    gap. A state costs ~30 µs in Python, so 20k bounds a plan at ~0.6 s; `deadline_ms` usually ends first."""
+
+    deadline_ms: float = Field(30.0, gt=0)
+    """Wall time the exact search may take per plan; past it the best plan found is returned with its
+    certified bound (`Plan.bound`, the proven gap)."""
+
+    deadline_clock: Literal["wall", "cpu"] = "wall"
+    """What `deadline_ms` counts: wall time (the live coordinator), or the planning thread's CPU time
+    (benchmarks and simulations on a busy machine, where wall time depends on the other processes)."""
+
+    dump_snapshots: str | None = None
+    """A folder where every snapshot handed to the policy is written as JSON (tao_harness/snapshot_dump.py;
+    replay with `tao plan FILE` or `scripts/bench_planner.py --replay DIR`). None: nothing written."""
+
+    max_wait_s: float | None = Field(60.0, gt=0)
+    """Bound on a request's wait in the pool (tao policies; seconds of the scheduler's clock, emulated in
+    time-scaled fleets). A request that has waited this long is admitted before any other, releasing
+    acting holders whatever their value (policies/aging.py) but sparing, less and less as its wait grows,
+    those whose tools are about to end; if its node is full of running requests it reserves that node
+    until they finish. Hard limit: 2 × this, plus those requests' time. None (null) = no bound."""
 
 
 class StoreConfig(_Section):
@@ -120,15 +144,33 @@ class ProxyConfig(_Section):
     """Longest single admission long-poll; the proxy polls again while the session waits in the pool."""
 
     coordinator_grace_s: float = Field(2.0, gt=0)
-    """Extra time past a long-poll before the coordinator counts as unresponsive and the proxy fails open."""
+    """Extra time past a long-poll before the proxy stops waiting for its answer (and polls again)."""
+
+    coordinator_unresponsive_s: float = Field(60.0, gt=0)
+    """A coordinator that takes connections but has answered nothing for this long is hung: the proxy fails
+    open (routes by cache affinity). A refused or reset connection fails open at once; a slow answer is
+    waited for, since failing open would flood the replicas with every request waiting in the pool."""
 
     connect_retries: int = Field(2, ge=0)
     """Replicas tried again elsewhere when connecting fails before the first byte."""
 
+    connect_timeout_s: float = Field(5.0, gt=0)
+    """One attempt to connect to a replica (see `connect_patience_s`)."""
+
+    connect_patience_s: float = Field(60.0, gt=0)
+    """How long a replica whose connects time out is tried again before it counts as failed. A refused or
+    reset connection is a dead replica at once; a slow connect is a busy replica (or a busy proxy), and
+    sending the request elsewhere, or answering 503, would only add to the load."""
+
     admission_leases: bool = True
-    """Keep a WebSocket channel to the coordinator for reports and its holder table, and send a session
-    that still holds its replica straight there, telling the coordinator afterwards (saves the admission
-    round trip on most requests). False asks the coordinator over HTTP for every request."""
+    """Follow the coordinator's holder table (pushed over the proxy's channel) and send a session that
+    still holds its replica straight there, telling the coordinator afterwards (saves the admission round
+    trip on most requests). False asks the coordinator over HTTP for every request; the channel stays
+    open either way (reports, and the liveness that keeps this proxy's requests from being ended)."""
+
+    require_token: bool = False
+    """Refuse requests (401) that do not present `TAO_TOKEN` as their API key (`Authorization: Bearer`
+    or `x-api-key`); every path but /healthz, since the proxy forwards any path to a replica."""
 
 
 class ReplicaConfig(_Section):
@@ -156,10 +198,28 @@ class ReplicaConfig(_Section):
     """Reply script: a built-in scenario name or a YAML/JSON file path."""
 
     served_model_name: str = "tao-replica"
-    """Model id listed by /v1/models; requests may name any model."""
+    """Model id listed by /v1/models; requests may name any model unless `strict_model_name` is set."""
+
+    strict_model_name: bool = False
+    """Answer 404 to a request naming another model than `served_model_name`, as vLLM does. Off by
+    default: scripted agents and harnesses name whatever model they were configured with."""
+
+    enable_prompt_tokens_details: bool = True
+    """vLLM's flag of the same name: usage carries `prompt_tokens_details` (cached and newly cached
+    tokens). The coordinator needs it (README, "Running against real vLLM"); off emulates a server
+    started without it (`null` in whole responses, absent from streamed usage)."""
+
+    reasoning_parser: str | None = None
+    """vLLM's `--reasoning-parser`: with any name set, a reply's thinking (the padding that makes it cost
+    its output tokens) streams as `delta.reasoning` / Anthropic thinking blocks instead of as text, as
+    vLLM does for a reasoning model such as Qwen3."""
 
     max_step_wall_s: float = Field(0.004, gt=0)
     """Longest wall time one driver macro-step covers; bounds how late a token can be delivered."""
+
+    require_token: bool = False
+    """Refuse requests (401) that do not present `TAO_TOKEN` as their API key (`Authorization: Bearer`
+    or `x-api-key`); /health and /metrics stay open (the coordinator polls /metrics), as in vLLM."""
 
 
 class RunConfig(_Section):
@@ -183,6 +243,10 @@ class RunConfig(_Section):
     hook_timeout_s: int = Field(5, ge=1)
     """Timeout Claude Code applies to each hook request to the relay (the relay answers at once)."""
 
+    job_poll_s: float = Field(0.5, gt=0)
+    """How often the Claude Code transcript is read for the ends of background jobs and Monitor watches
+    (the job's end time is Claude Code's own timestamp, so this only delays the record)."""
+
 
 class SessionsConfig(_Section):
     """The session state machine shared by the coordinator and the simulator (DESIGN.md §3)."""
@@ -190,6 +254,15 @@ class SessionsConfig(_Section):
     admission_ttl_s: float = Field(5.0, gt=0)
     """A session admitted ahead of its next request (tool about to return) gives its reservation back
     if the request has not arrived within this many seconds."""
+
+    proxy_grace_s: float = Field(10.0, gt=0)
+    """A proxy with no channel open and not heard from for this many (wall) seconds is gone: the requests
+    it forwarded and never reported are ended and their reservations freed. Longer than a channel takes
+    to reconnect; a waiting admission nobody polls for this long is withdrawn too."""
+
+    unowned_request_ttl_s: float = Field(600.0, gt=0)
+    """A request admitted for a client that names no proxy (`/v1/admit` without `proxy`) and not
+    reported within this many (wall) seconds is ended and its reservation freed."""
 
 
 class TaoConfig(_Section):

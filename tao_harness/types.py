@@ -94,6 +94,7 @@ class PlannerParams:
     horizon_s: float = 1.0  # H: readiness horizon the producer used to compute `ready` (informational)
     quantum_tokens: int = 256  # Δ: costs round up, capacities round down, to multiples of Δ
     reserve_tokens: int = 512  # added to a session's context tokens to form its admission cost w_i
+    max_wait_s: float | None = None  # bound on a request's pool wait (policies/aging.py); None = no bound
 
     def __post_init__(self) -> None:
         if _number(self.half_life_s, "half_life_s") <= 0:
@@ -101,10 +102,13 @@ class PlannerParams:
         _number(self.horizon_s, "horizon_s")
         _integer(self.quantum_tokens, "quantum_tokens", minimum=1)
         _integer(self.reserve_tokens, "reserve_tokens")
+        if self.max_wait_s is not None and _number(self.max_wait_s, "max_wait_s") <= 0:
+            raise SnapshotError(f"max_wait_s: must be > 0, got {self.max_wait_s!r}")
 
     @classmethod
     def from_config(cls, config: PlannerConfig) -> PlannerParams:
-        return cls(config.half_life_s, config.horizon_s, config.quantum_tokens, config.reserve_tokens)
+        return cls(config.half_life_s, config.horizon_s, config.quantum_tokens, config.reserve_tokens,
+                   config.max_wait_s)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "params") -> PlannerParams:
@@ -186,6 +190,10 @@ class SessionView:
     has_request: bool = True  # its next LLM request has already arrived (False: admitted ahead of it)
     prefix_group: str | None = None  # sessions sharing a prompt prefix (same task / system prompt)
     returns_at: float | None = None  # acting: predicted end of its running tool calls; None = unknown
+    waiting_since: float | None = None  # waiting with its request: when that request arrived; None = arrived_at
+    # Its shared prefix is already reserved by another session of its prefix group — on its node (holding)
+    # or on every node it may use (waiting) — so its cost leaves those tokens out: the engine keeps one copy.
+    shared_resident: bool = False
 
     def __post_init__(self) -> None:
         _text(self.id, "id")
@@ -202,10 +210,12 @@ class SessionView:
             must = "must" if self.node is None else "must not"
             raise SnapshotError(f"node: a {self.state} session {must} name a node")
         _number(self.arrived_at, "arrived_at", minimum=None)
-        if not isinstance(self.has_request, bool):
-            raise SnapshotError(f"has_request: expected true or false, got {self.has_request!r}")
-        if self.returns_at is not None:
-            _number(self.returns_at, "returns_at", minimum=None)
+        for name in ("has_request", "shared_resident"):
+            if not isinstance(getattr(self, name), bool):
+                raise SnapshotError(f"{name}: expected true or false, got {getattr(self, name)!r}")
+        for name in ("returns_at", "waiting_since"):
+            if getattr(self, name) is not None:
+                _number(getattr(self, name), name, minimum=None)
         for name in ("node", "prefix_group"):
             if getattr(self, name) is not None:
                 _text(getattr(self, name), name)
@@ -221,8 +231,8 @@ class SessionView:
         return self.tokens - self.shared_tokens
 
     def cost(self, params: PlannerParams) -> int:
-        """w_i: tokens the session occupies once admitted."""
-        return self.tokens + params.reserve_tokens
+        """w_i: tokens the session occupies once admitted (its shared prefix only if no one else holds it)."""
+        return self.tokens + params.reserve_tokens - (self.shared_tokens if self.shared_resident else 0)
 
     def credit_on(self, node_id: str, now: float, params: PlannerParams) -> int:
         entry = self.cache.get(node_id)
@@ -355,12 +365,15 @@ class Plan:
     interrupts: tuple[str, ...] = ()  # acting sessions to release first, in order
     solve_ms: float = 0.0  # wall time the policy took
     states: int = 0  # DP states created (0 when no DP ran)
-    fallback: bool = False  # True when the exact DP hit its state budget and BFD answered instead
+    fallback: bool = False  # True when the exact search hit its deadline or budget: best plan found
+    bound: tuple[int, int, int, int] | None = None  # certified lexicographic upper bound on `objective`
 
     def __post_init__(self) -> None:
         _text(self.policy, "policy")
         _text(self.solver, "solver")
         object.__setattr__(self, "objective", _int_tuple(self.objective, 4, "objective"))
+        if self.bound is not None:
+            object.__setattr__(self, "bound", _int_tuple(self.bound, 4, "bound"))
         object.__setattr__(self, "assignments", tuple(self.assignments))
         object.__setattr__(self, "interrupts", tuple(_text(v, "interrupts") for v in self.interrupts))
         _number(self.solve_ms, "solve_ms")
@@ -377,10 +390,32 @@ class Plan:
         """session id -> node id."""
         return {a.session: a.node for a in self.assignments}
 
+    @property
+    def gap(self) -> tuple[str, float] | None:
+        """The proven gap: the first term of (K, R, T, N) where the bound exceeds the objective and the
+        relative shortfall there, ("", 0.0) when the plan is proven optimal; None without a bound."""
+        if self.bound is None:
+            return None
+        for name, got, most in zip("KRTN", self.objective, self.bound):
+            if most != got:
+                return name, (most - got) / most if most > 0 else 0.0
+        return "", 0.0
+
+    @property
+    def gap_text(self) -> str:
+        """The proven gap for people: "0 (optimal)", "K ≤ 0.12%", or "-" without a bound."""
+        gap = self.gap
+        if gap is None:
+            return "-"
+        term, share = gap
+        return "0 (optimal)" if not term else f"{term} ≤ {100 * share:.2f}%"
+
     def to_json(self) -> dict[str, Any]:
         out = _plain(self)
         out.update(objective=list(self.objective), assignments=[a.to_json() for a in self.assignments],
                    interrupts=list(self.interrupts), solve_ms=round(self.solve_ms, 4))
+        if self.bound is not None:
+            out["bound"] = list(self.bound)
         return out
 
     @classmethod

@@ -77,4 +77,19 @@ def prepare(argv: tuple[str, ...], context: LaunchContext) -> Launch:
     env["ANTHROPIC_CUSTOM_HEADERS"] = _custom_headers(context.environ.get("ANTHROPIC_CUSTOM_HEADERS"),
                                                       context.session)
     env.setdefault("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-    return Launch(new_argv, env, "claude-code")
+    # Without credentials Claude Code stops at "Not logged in". The proxy and the replicas behind it do
+    # not check this key; a key the user set is kept.
+    env.setdefault("ANTHROPIC_API_KEY", "tao-proxy")
+    return Launch(new_argv, env, "claude-code", observe_stdout=prints_stream_json(argv))
+
+
+def prints_stream_json(argv: tuple[str, ...]) -> bool:
+    """`--output-format stream-json`: its task_updated lines carry background jobs' exact end times."""
+    for index, arg in enumerate(argv[1:], start=1):
+        if arg == "--":
+            return False
+        if arg == "--output-format" and index + 1 < len(argv):
+            return argv[index + 1] == "stream-json"
+        if arg == "--output-format=stream-json":
+            return True
+    return False

@@ -22,6 +22,7 @@ from tao_harness.shims.launch import Launch, LaunchContext, base_env
 
 LAUNCHER_MODULE = "tao_mswea_launch"
 LAUNCHER_FILES = ("tao_mswea_launch.py", "tao_mswea_report.py")
+OUTCOMES_MODULE_FILE = "tao_outcomes.py"
 
 
 def interpreter_of(script: Path, path_env: str | None) -> str | None:
@@ -47,12 +48,14 @@ def interpreter_of(script: Path, path_env: str | None) -> str | None:
     return None
 
 
-def _install_launcher(workdir: Path) -> Path:
-    target = workdir / "mswea-pythonpath"
+def install_launcher(target: Path) -> Path:
+    """The launcher's files in `target`, with the outcome vocabulary (stdlib only) as `tao_outcomes`."""
     target.mkdir(exist_ok=True)
     package = resources.files("tao_harness.shims.mini_swe_agent").joinpath("pythonpath")
     for name in LAUNCHER_FILES:
         (target / name).write_text(package.joinpath(name).read_text(encoding="utf-8"), encoding="utf-8")
+    outcomes = resources.files("tao_harness").joinpath("outcomes.py").read_text(encoding="utf-8")
+    (target / OUTCOMES_MODULE_FILE).write_text(outcomes, encoding="utf-8")
     return target
 
 
@@ -67,7 +70,7 @@ def prepare(argv: tuple[str, ...], context: LaunchContext) -> Launch:
         print(f"tao-run: warning: {argv[0]} is not a Python console script; running it without the "
               "mini-SWE-agent shim (no tool events)", file=sys.stderr)
         return Launch(argv, env, "mini-swe-agent")
-    launcher_dir = _install_launcher(context.workdir)
+    launcher_dir = install_launcher(context.workdir / "mswea-pythonpath")
     original = context.environ.get("PYTHONPATH")
     if original:
         env["TAO_MSWEA_ORIG_PYTHONPATH"] = original

@@ -8,7 +8,42 @@
 // because argument parsing and permission checks before it can take seconds and are not tool time. Posting is fire-and-forget: no hook ever
 // awaits the network, so a slow or absent relay cannot delay a tool.
 
+// Outcomes follow tao_harness/outcomes.py (ok / error / timeout / killed / cancelled + exit code):
+// a bash part is "completed" whatever its command did; `state.metadata.exit` is the exit code, null when
+// OpenCode's own timeout (or the user) stopped it, which its output then says.
 const END_GRACE_MS = 1500;
+const TIMED_OUT = "shell tool terminated command after exceeding timeout";
+const USER_ABORTED = "User aborted the command";
+const ABORTED = "Tool execution aborted";
+
+// Mirrors tao_harness.outcomes.status_of_exit (tests compare the two). Not exported: OpenCode calls
+// every exported function of a plugin module as a plugin.
+const statusOfExit = (code) => {
+  if (code === 0) return "ok";
+  if (code === 124) return "timeout";
+  if (code > 128 && code <= 192) return "killed";
+  return "error";
+};
+
+// [status, exit code] of a finished tool part (`state`), or of `tool.execute.after`'s output.
+const outcomeOf = (state) => {
+  const metadata = (state && state.metadata) || {};
+  if (state && state.status === "error") {
+    const aborted = metadata.interrupted === true || state.error === ABORTED;
+    return [aborted ? "cancelled" : "error", null];
+  }
+  const exit = metadata.exit;
+  if (Number.isInteger(exit)) return [statusOfExit(exit), exit];
+  const text = typeof metadata.output === "string" ? metadata.output
+    : typeof (state && state.output) === "string" ? state.output : "";
+  if ("exit" in metadata) {
+    // A bash command without an exit code: stopped by OpenCode's timeout or by the user.
+    if (text.includes(TIMED_OUT)) return ["timeout", null];
+    if (text.includes(USER_ABORTED)) return ["cancelled", null];
+    return ["killed", null];
+  }
+  return ["ok", null];
+};
 
 export const TaoTelemetry = async () => {
   const relay = process.env.TAO_RELAY_URL;
@@ -61,7 +96,7 @@ export const TaoTelemetry = async () => {
     });
   };
 
-  const end = (callID, atMs, status) => {
+  const end = (callID, atMs, [status, exitCode]) => {
     if (!callID || ended.has(callID) || !started.has(callID)) return;
     ended.add(callID);
     const startMs = spawned.has(callID) ? spawned.get(callID) : started.get(callID);
@@ -72,6 +107,7 @@ export const TaoTelemetry = async () => {
       at: atMs / 1000,
       duration_s: Math.max(0, atMs - startMs) / 1000,
       status,
+      exit_code: exitCode,
     });
   };
 
@@ -79,9 +115,11 @@ export const TaoTelemetry = async () => {
     "tool.execute.before": async (input, output) => {
       start(input.callID, input.tool, output && output.args, Date.now(), input.sessionID);
     },
-    "tool.execute.after": async (input) => {
+    "tool.execute.after": async (input, output) => {
       const fallbackAt = Date.now();
-      setTimeout(() => end(input.callID, fallbackAt, "ok"), END_GRACE_MS);
+      const outcome = outcomeOf({ status: "completed", metadata: output && output.metadata,
+        output: output && output.output });
+      setTimeout(() => end(input.callID, fallbackAt, outcome), END_GRACE_MS);
     },
     event: async ({ event }) => {
       if (!event || event.type !== "message.part.updated") return;
@@ -98,7 +136,7 @@ export const TaoTelemetry = async () => {
       // A call that failed before it was executed (bad arguments, denied) had no before hook.
       start(part.callID, part.tool, state.input, typeof time.start === "number" ? time.start : time.end,
         part.sessionID);
-      end(part.callID, time.end, state.status === "completed" ? "ok" : "error");
+      end(part.callID, time.end, outcomeOf(state));
     },
   };
 };

@@ -89,6 +89,7 @@ def run_job(job: BenchJob) -> BenchRun:
         result.metrics,
         result.timeline,
         result.ttft_samples,
+        result.wait_samples,
         time.perf_counter() - started,
     )
 
@@ -206,7 +207,7 @@ def _collect(jobs: Sequence[BenchJob], args: argparse.Namespace, settings: Bench
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from tao_harness.sim.report import write_report
+    from tao_harness.sim.report_plots import write_report
 
     jobs, settings = build_jobs(args)
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 from tqdm import tqdm
@@ -27,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", help="engine profile of the replicas (default: the replica's)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per router and concurrency (default 3)")
     parser.add_argument("--peers-venv", type=Path, help="virtualenv holding vllm-router")
-    parser.add_argument("-o", "--out", type=Path, default=Path("out/bench-live"), help="output directory")
+    parser.add_argument("-o", "--output", type=Path, default=Path("out/bench-live"), metavar="DIR",
+                        help="output directory (default out/bench-live)")
     parser.add_argument("--json", action="store_true", help="print every run's metrics as JSON")
     parser.add_argument("--faults", nargs="?", const="full", choices=("full", "ci"),
                         help="run the fault campaign instead (tao router only): 'full' (default; 160-session soak "
@@ -44,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if args.faults:
         from tao_harness.fleet.faults import run_and_report
 
-        return run_and_report(args.faults, args.out, args.json, args.seed)
+        return run_and_report(args.faults, args.output, args.json, args.seed)
     routers = tuple(r.strip() for r in args.router.split(",") if r.strip())
     unknown = [r for r in routers if r not in ROUTERS]
     if unknown or not routers:
@@ -75,15 +77,14 @@ def run(args: argparse.Namespace) -> int:
         for repeat in range(args.repeats):
             for router in routers:
                 progress.set_description(f"{router} w={level} run {repeat + 1}/{args.repeats}")
-                metrics, results, info = asyncio.run(run_one(trace, config, router, level,
-                                                             lambda _: progress.update()))
+                record, info = asyncio.run(run_one(trace, config, router, level, lambda _: progress.update()))
                 infos[router] = info
-                records.append(RunRecord(router, level, repeat, metrics, results))
+                records.append(replace(record, repeat=repeat))
     progress.close()
     title = f"{args.trace or args.workload}, {len(trace)} sessions, {args.replicas} replicas, x{args.time_scale:g}"
-    path = write_results(records, infos, args.out, title)
-    last = {r.router: r.results for r in records if r.workers == workers[-1] and r.repeat == 0}
-    write_plots(last, args.time_scale, args.out, title)
+    path = write_results(records, infos, args.output, title)
+    write_plots([r for r in records if r.workers == workers[-1] and r.repeat == 0], args.time_scale, args.output,
+                title)
     if args.json:
         print_json([{"router": r.router, "workers": r.workers, "repeat": r.repeat, **r.metrics.to_json()}
                     for r in records])

@@ -57,9 +57,14 @@ def parse_replica_flag(text: str) -> dict[str, Any]:
     url, at, rank = rest.rpartition("@") if "@" in rest.split("//", 1)[-1] else (rest, "", "")
     if at and not rank.isdigit():
         raise UsageError(f"--replica {text!r}: the data-parallel rank after '@' must be a whole number")
-    if not url.startswith(("http://", "https://")):
-        raise UsageError(f"--replica {text!r}: the URL must start with http:// or https://")
+    check_http_url(f"--replica {text!r}", url)
     return {"id": rid, "base_url": url, "dp_rank": int(rank) if at else None}
+
+
+def check_http_url(flag: str, url: str | None) -> None:
+    """A URL option must name an HTTP server (`http://host:port`): anything else is a UsageError."""
+    if url is not None and (not url.startswith(("http://", "https://")) or not url.split("//", 1)[1].strip("/")):
+        raise UsageError(f"{flag}: the URL must start with http:// or https:// and name a host, got {url!r}")
 
 
 def cluster_config_from_args(args: argparse.Namespace, overrides: dict[str, object]) -> TaoConfig:
@@ -86,12 +91,20 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, metavar="FILE", help="tao config file (TOML or YAML)")
 
 
+def history_config(args: argparse.Namespace) -> TaoConfig:
+    """The config file + env with `--db` applied; a bad config becomes a UsageError."""
+    try:
+        return load_config(args.config, overrides={"store.url": args.db})
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def open_history(args: argparse.Namespace, *, create: bool = False) -> tuple[Store, TaoConfig]:
     """The store named by `--db` / TAO_DB_URL / the config file; bad input becomes a UsageError."""
     from tao_harness.store.engine import StoreError, open_store
 
+    config = history_config(args)
     try:
-        config = load_config(args.config, overrides={"store.url": args.db})
         return open_store(config.store.url, create=create), config
-    except (ConfigError, StoreError) as exc:
+    except StoreError as exc:
         raise UsageError(str(exc)) from None

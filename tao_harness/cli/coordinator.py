@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import time
@@ -28,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clock-epoch", type=float, default=None,
                         help="with --time-scale: the Unix time at which emulated and real time coincide, shared "
                              "with the fleet driver so event times agree (default: now)")
+    parser.add_argument("--dump-snapshots", metavar="DIR",
+                        help="write every planned snapshot to DIR as JSON (config planner.dump_snapshots)")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
 
 
@@ -37,7 +38,7 @@ async def _serve(args: argparse.Namespace) -> None:
     from tao_harness.serving import serve_forever
     from tao_harness.store.engine import StoreError
 
-    config = cluster_config_from_args(args, {"store.url": args.db})
+    config = cluster_config_from_args(args, {"store.url": args.db, "planner.dump_snapshots": args.dump_snapshots})
     if not config.cluster.replicas:
         raise UsageError("no replicas: give --replica ID=URL (repeatable) or a config file with [cluster]")
     if args.time_scale <= 0:
@@ -58,5 +59,7 @@ async def _serve(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(_serve(args))
+    from tao_harness.serving import run_server
+
+    run_server(_serve(args))
     return 0

@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
+import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any, Sequence
 
 from tqdm import tqdm
 
 from tao_harness.cli.common import UsageError, format_table, print_json
 from tao_harness.config import load_config
+from tao_harness.fleet.driver import failure_reasons, run_fleet
+from tao_harness.sim.trace import TraceSession
+
+BLOCK_TOKENS = 16  # the replica engine's KV block size
+# Room over the trace's token counts: chat template and tokenizer overhead are ~1%; the rest is headroom.
+CONTEXT_MARGIN = 1.25
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,23 +37,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", default="tao", help="scheduling policy (default tao)")
     parser.add_argument("--time-scale", type=float, default=25.0,
                         help="emulated time runs this many times faster than real time (default 25)")
-    parser.add_argument("--num-gpu-blocks", type=int, default=3000,
-                        help="KV blocks (16 tokens) per replica (default 3000, small enough to see scheduling)")
+    parser.add_argument("--num-gpu-blocks", type=int,
+                        help="KV blocks (16 tokens) per replica (default: the workload's largest session with "
+                             f"{CONTEXT_MARGIN - 1:.0%} to spare, so sessions compete for memory and every one fits)")
     parser.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
     parser.add_argument("--db", help="history database URL (default: a fresh SQLite file in a temp dir)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
-async def _demo(args: argparse.Namespace, db_url: str) -> dict[str, object]:
+def blocks_to_hold(trace: Sequence[TraceSession]) -> int:
+    """KV blocks that hold the trace's largest session (context after its last reply), with a margin."""
+    largest = max(session.total_tokens for session in trace)
+    return math.ceil(largest * CONTEXT_MARGIN / BLOCK_TOKENS)
+
+
+def _check_store(db_url: str) -> None:
+    """Fail on a bad --db before any replica starts."""
+    from tao_harness.store.engine import StoreError, open_store
+
+    try:
+        open_store(db_url).close()
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+
+
+async def _demo(args: argparse.Namespace, trace: Sequence[TraceSession], db_url: str) -> dict[str, Any]:
     from tao_harness.clock import ScaledClock
     from tao_harness.coordinator.embedded import EmbeddedCluster
-    from tao_harness.fleet.driver import run_fleet
     from tao_harness.fleet.processes import ProcessGroup
     from tao_harness.fleet.session import Endpoints
-    from tao_harness.sim.workloads import generate
 
-    trace = generate(args.workload, args.sessions, args.seed)
     clock = ScaledClock(args.time_scale)
+    started = time.monotonic()
     async with ProcessGroup() as processes:
         urls = await asyncio.gather(*(processes.start_replica(time_scale=args.time_scale,
                                                               num_gpu_blocks=args.num_gpu_blocks)
@@ -53,8 +78,8 @@ async def _demo(args: argparse.Namespace, db_url: str) -> dict[str, object]:
         async with EmbeddedCluster(config, args.policy, clock=clock.now, time_scale=args.time_scale) as cluster:
             progress = tqdm(total=len(trace), desc=f"{args.policy}: sessions", unit="session",
                             disable=args.json)
-            metrics, _ = await run_fleet(trace, Endpoints((cluster.proxy_url,), cluster.coordinator_url),
-                                         args.workers, clock, on_session_done=lambda _: progress.update())
+            metrics, results = await run_fleet(trace, Endpoints((cluster.proxy_url,), cluster.coordinator_url),
+                                               args.workers, clock, on_session_done=lambda _: progress.update())
             progress.close()
             coordinator = cluster.coordinator
             assert coordinator is not None
@@ -69,21 +94,51 @@ async def _demo(args: argparse.Namespace, db_url: str) -> dict[str, object]:
                 "plans": coordinator.counters.plans,
                 "solve_ms_p50": solve[len(solve) // 2] if solve else 0.0,
                 "solve_ms_max": solve[-1] if solve else 0.0,
+                "num_gpu_blocks": args.num_gpu_blocks,
+                "time_scale": args.time_scale,
+                "wall_s": time.monotonic() - started,
+                "failures": dict(failure_reasons(results)),
                 "db": db_url,
             }
 
 
+def _print_summary(summary: dict[str, Any]) -> None:
+    failures: dict[str, int] = summary["failures"]
+    rows = [(key, value) for key, value in summary.items() if key not in ("db", "failures")]
+    print(format_table(rows, ["metric", "value"]))
+    print(f"\nTimes ending in _s, wall_s aside, are emulated seconds: the replicas and agents ran "
+          f"{summary['time_scale']:g}x faster than real time, so the makespan of {summary['makespan_s']:.0f} "
+          f"emulated s took {summary['wall_s']:.0f} s on the wall clock.")
+    for reason, count in sorted(failures.items(), key=lambda item: -item[1]):
+        print(f"failed {count}x: {reason}")
+
+
 def run(args: argparse.Namespace) -> int:
+    from tao_harness.sim.workloads import WorkloadError, generate
+
     if args.sessions < 1 or args.workers < 1 or args.replicas < 1 or args.time_scale <= 0:
         raise UsageError("--sessions, --workers, --replicas and --time-scale must be positive")
+    try:
+        trace = generate(args.workload, args.sessions, args.seed)
+    except WorkloadError as exc:
+        raise UsageError(str(exc)) from None
+    needed = blocks_to_hold(trace)
+    if args.num_gpu_blocks is None:
+        args.num_gpu_blocks = needed
+    elif args.num_gpu_blocks < 1:
+        raise UsageError("--num-gpu-blocks must be positive")
+    elif args.num_gpu_blocks < needed:
+        print(f"tao demo: warning: --num-gpu-blocks {args.num_gpu_blocks} is less than the {needed} that hold "
+              f"the largest session with {CONTEXT_MARGIN - 1:.0%} to spare: its last requests may not fit",
+              file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="tao-demo-") as tmp:
         db_url = args.db or f"sqlite:///{Path(tmp) / 'history.db'}"
-        summary = asyncio.run(_demo(args, db_url))
+        _check_store(db_url)
+        summary = asyncio.run(_demo(args, trace, db_url))
         if args.json:
             print_json(summary)
             return 0
-        rows = [(key, value) for key, value in summary.items() if key != "db"]
-        print(format_table(rows, ["metric", "value"]))
+        _print_summary(summary)
         from tao_harness.cli.main import main as tao_main
 
         print("\nTool-duration history recorded during the run (`tao history tools`):")

@@ -13,7 +13,7 @@ from typing import Any, Callable
 from sqlalchemy.exc import SQLAlchemyError
 
 from tao_harness.cli import history_commands as commands
-from tao_harness.cli import history_spool
+from tao_harness.cli import history_accuracy, history_spool
 from tao_harness.cli.common import UsageError, add_store_options
 from tao_harness.store.transfer import FORMATS
 
@@ -64,11 +64,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the tool's own argument object, e.g. "
         '\'{"command": "npm test", "timeout": 120000}\' or \'{"timeout_ms": 60000}\'',
     )
+    pred.add_argument("--session", default="", help="session id: its earlier runs of the command weigh most")
+    pred.add_argument("--elapsed", type=float, default=0.0, metavar="S",
+                      help="seconds the call has already run (conditions the return probability)")
     pred.add_argument(
         "--env-timeout",
         type=float,
         metavar="S",
         help="harness-wide timeout in seconds (mini-SWE-agent environment.timeout)",
+    )
+    pred.add_argument(
+        "--harness",
+        choices=("claude-code", "opencode", "mini-swe-agent"),
+        help="harness that sent the call: durations are learned per harness, and its --args timeouts are "
+        "read in its unit (mini-swe-agent: seconds; claude-code, opencode and the default: milliseconds)",
     )
     export = sub("export", "write every tool call as CSV or JSON Lines", commands.cmd_export, json_flag=False)
     export.add_argument("--format", choices=FORMATS, default="jsonl", help="file format (default jsonl)")
@@ -89,11 +98,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-families", type=_positive_int, default=8, help="plot at most this many, most frequent first"
     )
     plot.add_argument("-o", "--output", type=Path, required=True, help="image file to write (e.g. out.png)")
-    sub(
+    accuracy = sub(
         "accuracy",
-        "replay stored calls in time order; MAE and share predicted within 0.5 s",
-        commands.cmd_accuracy,
+        "replay stored calls in time order: the forecast beside the baselines (MAE, share within 0.5 s, "
+        "bound coverage, readiness calibration), overall, per harness and per family",
+        history_accuracy.cmd_accuracy,
     )
+    history_accuracy.add_arguments(accuracy)
     prune = sub("prune", "delete calls, requests and plans older than an age", commands.cmd_prune)
     prune.add_argument("--older-than", required=True, metavar="AGE", help="age such as 30d, 12h, 90m")
 

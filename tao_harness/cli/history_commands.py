@@ -14,15 +14,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tao_harness.cli.common import UsageError, format_table, open_history, print_json
+from tao_harness.cli.common import UsageError, format_table, history_config, open_history, print_json
 from tao_harness.cli.timespec import format_time, parse_duration, parse_since
 from tao_harness.config import TaoConfig
-from tao_harness.readiness.accuracy import replay_accuracy
-from tao_harness.readiness.estimator import DurationHistory, predict
-from tao_harness.readiness.family import family_key
-from tao_harness.readiness.hints import parse_hints
+from tao_harness.readiness.call import Forecaster
+from tao_harness.readiness.estimator import DurationHistory
 from tao_harness.store import queries, transfer
-from tao_harness.store.engine import Store, StoreError
+from tao_harness.store.engine import Store, StoreError, resolve_url, sqlite_file
 from tao_harness.store.writer import StoreWriter
 
 STAT_FIELDS = ("family", "n", "mean", "p50", "p90", "p99", "max", "bound")
@@ -58,7 +56,7 @@ def cmd_calls(args: argparse.Namespace) -> int:
     if args.json:
         print_json([dataclasses.asdict(call) for call in calls], sys.stdout)
         return 0
-    headers = ("started", "session", "family", "duration_s", "status", "command")
+    headers = ("started", "session", "family", "duration_s", "status", "exit", "command")
     rows = [
         (
             format_time(c.started_at),
@@ -66,6 +64,7 @@ def cmd_calls(args: argparse.Namespace) -> int:
             c.family,
             c.duration_s,
             c.status,
+            c.exit_code,
             _short(c.command or c.tool_name),
         )
         for c in calls
@@ -89,34 +88,44 @@ def _tool_args(raw: str | None) -> dict[str, Any] | None:
         raise UsageError(f"--args is not valid JSON: {exc.msg} (at character {exc.pos})") from None
     if not isinstance(value, dict):
         raise UsageError('--args must be a JSON object, e.g. \'{"command": "npm test", "timeout": 120000}\'')
+    if "command" in value and not isinstance(value["command"], str):
+        raise UsageError(f'--args: "command" must be a string, got {json.dumps(value["command"])}')
     return value
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
     tool_args = _tool_args(args.args)
-    command = args.command
-    if command is None and tool_args is not None and isinstance(tool_args.get("command"), str):
-        command = tool_args["command"]
-    store, config = open_history(args)
-    with store:
-        history = _history(store, config)
-    family = family_key(args.tool, command)
-    hints = parse_hints(args.tool, command, tool_args, env_timeout_s=args.env_timeout)
-    prediction = predict(history, family, hints, config.readiness)
-    result = {
-        "family": family,
-        "hints": {"min_s": hints.min_s, "max_s": hints.max_s, "background": hints.background},
-        "predicted_s": prediction.predicted_s,
-        "source": prediction.source,
-    }
+    if args.elapsed < 0:
+        raise UsageError(f"--elapsed must be at least 0, got {args.elapsed:g}")
+    config = history_config(args)
+    forecaster = Forecaster(config.readiness)
+    if not _no_database_yet(config.store.url):  # without one, hints and the defaults still answer
+        store, config = open_history(args)
+        with store:
+            forecaster = Forecaster(config.readiness).learn(queries.call_samples(store))
+    key, hints = forecaster.describe(args.tool, args.command, tool_args, env_timeout_s=args.env_timeout,
+                                     session=args.session, harness=args.harness)
+    estimate = forecaster.estimate(key, hints)
+    result = estimate.to_json(config.readiness.horizon_s, args.elapsed)
     if args.json:
         print_json(result, sys.stdout)
         return 0
     background = "yes" if hints.background else "no"
     bounds = f"min {_seconds(hints.min_s)}, max {_seconds(hints.max_s)}, background {background}"
-    print(f"family     {family}\nhints      {bounds}")
-    print(f"predicted  {prediction.predicted_s:.3f} s (source: {prediction.source})")
+    print(f"family     {estimate.family}\nhints      {bounds}")
+    print(f"predicted  {estimate.prediction.predicted_s:.3f} s (source: {estimate.prediction.source})")
+    print(f"bound      {estimate.bound_s:.3f} s")
+    print(f"ready      P(return within {result['horizon_s']:g} s | ran {args.elapsed:g} s) = "
+          f"{result['p_return_within_horizon']:.2f}; expected left {result['remaining_s']:.3f} s")
     return 0
+
+
+def _no_database_yet(url: str | None) -> bool:
+    try:
+        path = sqlite_file(resolve_url(url))
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    return path is not None and not path.exists()
 
 
 def _seconds(value: float | None) -> str:
@@ -150,13 +159,16 @@ def cmd_import(args: argparse.Namespace) -> int:
     store, config = open_history(args, create=True)
     count = 0
     with store, source:
+        stored_before = queries.count_calls(store)
         try:
             with StoreWriter.from_config(store, config.store) as writer:
                 for count, record in enumerate(transfer.read_calls(source), 1):
                     writer.submit(record)
         except (transfer.ImportFormatError, StoreError, UnicodeDecodeError) as exc:
             raise UsageError(f"{args.file}: {exc}") from None
-    print(f"imported {count} calls into {store.name}")
+        # A call already stored (same id) is updated in place, not added: say how many were new.
+        new = queries.count_calls(store) - stored_before
+    print(f"read {count} calls: {new} new, {count - new} already in {store.name}")
     return 0
 
 
@@ -170,19 +182,6 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise UsageError(f"no completed calls{' in family ' + args.family if args.family else ''} to plot")
     families = plot_durations(samples, args.output, max_families=args.max_families)
     print(f"wrote {args.output} ({len(families)} families: {', '.join(families)})")
-    return 0
-
-
-def cmd_accuracy(args: argparse.Namespace) -> int:
-    store, config = open_history(args)
-    with store:
-        report = replay_accuracy(queries.call_samples(store), config.readiness)
-    if args.json:
-        print_json(report.to_json(), sys.stdout)
-        return 0
-    headers = ("source", "n", "mae_s", f"within_{report.tolerance_s:g}s")
-    rows = [(s.source, s.n, s.mae_s, s.within_share) for s in report.by_source]
-    print(format_table([*rows, ("all", report.n, report.mae_s, report.within_share)], headers))
     return 0
 
 

@@ -12,28 +12,34 @@ import argparse
 import re
 from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import unquote
 
 from tao_harness.cli.common import UsageError, format_table, open_history, print_json
 from tao_harness.coordinator.recording import tool_call_record
 from tao_harness.events import EventError, events_from_body
+from tao_harness.store.limits import MAX_HARNESS_CHARS, finite, fit_json, identifier
 from tao_harness.store.records import SessionRecord, StoreRecord
 
 _SESSION_END = re.compile(r"^/v1/sessions/([^/]+)/end$")
 
 
 def store_records(path: str, body: dict[str, Any], spooled_at: float) -> Iterator[StoreRecord]:
-    """The store rows one spooled coordinator request stands for; EventError when it holds none."""
+    """The store rows one spooled coordinator request stands for, fitted to what the store can hold
+    (tao_harness.store.limits); EventError when it holds none, LimitError when a name cannot be stored."""
     if path == "/v1/events":
         for event in events_from_body(body):
             yield tool_call_record(event)
     elif path == "/v1/sessions" and isinstance(body.get("session"), str):
         labels = body.get("labels") if isinstance(body.get("labels"), dict) else None
+        harness = body.get("harness") if isinstance(body.get("harness"), str) else None
         started = body.get("started_at")
-        yield SessionRecord(id=body["session"], harness=body.get("harness") if isinstance(
-            body.get("harness"), str) else None, labels=labels,
-            started_at=float(started) if isinstance(started, (int, float)) else spooled_at)
+        yield SessionRecord(
+            id=identifier("session", body["session"]),
+            harness=None if harness is None else identifier("harness", harness, MAX_HARNESS_CHARS),
+            labels=None if labels is None else fit_json(labels),
+            started_at=finite("started_at", started) if isinstance(started, (int, float)) else spooled_at)
     elif (match := _SESSION_END.match(path)) is not None:
-        yield SessionRecord(id=match.group(1), ended_at=spooled_at)
+        yield SessionRecord(id=identifier("session", unquote(match.group(1))), ended_at=spooled_at)
     else:
         raise EventError(f"path: no store rows for {path!r}")
 

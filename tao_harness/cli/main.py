@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 from typing import Sequence
 
@@ -24,7 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replica": ("tao_harness.cli.replica", "run the emulated vLLM replica server (OpenAI + Anthropic APIs)"),
     "spool": ("tao_harness.cli.spool", "show or deliver tool events that tao-run could not deliver"),
     "trace": ("tao_harness.cli.trace", "generate synthetic agent traces, summarize them, export recorded sessions"),
-    "bench": ("tao_harness.cli.bench", "compare scheduling policies in the simulator: results.md, results.csv, plots"),
+    "bench": ("tao_harness.cli.bench", "compare scheduling policies: in the simulator (compare) or over real HTTP "
+              "on emulated replicas (live)"),
     "sim": ("tao_harness.cli.sim", "replay a trace against one policy on simulated replicas"),
     "plan": ("tao_harness.cli.plan", "plan one snapshot (JSON) with a scheduling policy and show the decision"),
 }
@@ -43,7 +46,8 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         description="Tool-aware scheduling and telemetry for LLM agents on vLLM replicas.",
     )
     parser.add_argument("--version", action="version", version=f"tao_harness {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # Not `dest="command"`: a subcommand's own --command option (history predict) would overwrite it.
+    commands = parser.add_subparsers(dest="tao_command", metavar="COMMAND")
     chosen = _chosen_command(argv)
     for name, (module_name, help_text) in COMMANDS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text)
@@ -63,12 +67,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(run(args) or 0)
+        code = int(run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's final flush
+        return code
     except UsageError as exc:
-        print(f"tao {args.command}: error: {exc}", file=sys.stderr)
+        print(f"tao {args.tao_command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_went_away()
+
+
+def _reader_went_away() -> int:
+    """`tao ... | head`: the reader closed the pipe. Stop quietly, as `cat` does, with SIGPIPE's exit code.
+
+    Standard output is pointed at /dev/null so the interpreter's final flush does not raise again.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout replaced by an object without a file descriptor
+        pass
+    finally:
+        os.close(devnull)
+    return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

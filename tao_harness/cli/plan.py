@@ -23,6 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"scheduling policy (default tao); one of: {', '.join(policy_names())}")
     parser.add_argument("--state-budget", type=int, default=None, metavar="N",
                         help="most DP states before falling back to BFD (default from the planner config)")
+    parser.add_argument("--deadline-ms", type=float, default=None, metavar="MS",
+                        help="wall time the exact search may take (default: planner.deadline_ms); past it the "
+                             "best plan found is shown with its proven gap")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON (docs/snapshot.md)")
 
 
@@ -45,7 +48,10 @@ def run(args: argparse.Namespace) -> int:
     snapshot = load_snapshot(args.snapshot)
     if args.state_budget is not None and args.state_budget < 1:
         raise UsageError(f"--state-budget must be at least 1, got {args.state_budget}")
-    config = PlannerConfig() if args.state_budget is None else PlannerConfig(state_budget=args.state_budget)
+    if args.deadline_ms is not None and not args.deadline_ms > 0:
+        raise UsageError(f"--deadline-ms must be positive, got {args.deadline_ms}")
+    chosen = {"state_budget": args.state_budget, "deadline_ms": args.deadline_ms}
+    config = PlannerConfig(**{name: value for name, value in chosen.items() if value is not None})
     try:
         policy = get_policy(args.policy, config)
     except ValueError as exc:
@@ -56,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"policy {plan.policy}  solver {plan.solver}  objective (K, R, T, N) = {tuple(plan.objective)}  "
           f"{plan.solve_ms:.2f} ms  states {plan.states}{'  FALLBACK' if plan.fallback else ''}")
+    if plan.bound is not None:
+        print(f"proven gap {plan.gap_text}  bound (K, R, T, N) <= {tuple(plan.bound)}")
     rows = [("admit", a.session, a.node, *a.value, "") for a in plan.assignments]
     rows += [("interrupt", sid, snapshot.session(sid).node, None, None, None, "release for a ready session")
              for sid in plan.interrupts]

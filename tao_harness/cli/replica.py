@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from aiohttp import web
 
 from tao_harness.cli.common import UsageError, format_table, print_json
 from tao_harness.config import ConfigError, ReplicaConfig, load_config
+from tao_harness.serving import LISTEN_BACKLOG, freeze_startup_objects
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +53,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--scenario", help="reply script: a built-in name or a YAML/JSON file (default swe-short)"
     )
     parser.add_argument("--served-model-name", help="model id listed by /v1/models (default tao-replica)")
+    parser.add_argument(
+        "--strict-model-name",
+        action="store_const",
+        const=True,
+        help="answer 404 to requests naming another model, as vLLM does (default: any name is served)",
+    )
+    parser.add_argument(
+        "--enable-prompt-tokens-details",
+        action=argparse.BooleanOptionalAction,
+        help="vLLM's flag: report cached tokens in usage.prompt_tokens_details (default on; "
+        "--no-enable-prompt-tokens-details emulates a server started without it)",
+    )
+    parser.add_argument(
+        "--reasoning-parser",
+        metavar="NAME",
+        help="as vLLM's flag: stream each reply's thinking as delta.reasoning (any NAME turns it on)",
+    )
+    parser.add_argument("--require-token", action="store_true", default=None,
+                        help="refuse requests without TAO_TOKEN as their API key (Authorization: Bearer or "
+                             "x-api-key); /health and /metrics stay open")
     parser.add_argument("--list-scenarios", action="store_true", help="list the built-in scenarios and exit")
     parser.add_argument("--json", action="store_true", help="with --list-scenarios: print JSON")
     parser.add_argument(
@@ -72,6 +94,10 @@ def _settings(args: argparse.Namespace) -> ReplicaConfig:
         "num_gpu_blocks",
         "scenario",
         "served_model_name",
+        "strict_model_name",
+        "enable_prompt_tokens_details",
+        "reasoning_parser",
+        "require_token",
     )
     try:
         return load_config(args.config, {f"replica.{name}": getattr(args, name) for name in flags}).replica
@@ -96,8 +122,9 @@ async def _serve(app: web.Application, settings: ReplicaConfig) -> None:
     runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, settings.host, settings.port)
+        site = web.TCPSite(runner, settings.host, settings.port, backlog=LISTEN_BACKLOG)
         await site.start()
+        freeze_startup_objects()
         host, port = runner.addresses[0][:2]
         print(f"http://{host}:{port}", flush=True)
         await asyncio.Event().wait()
@@ -116,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     from tao_harness.replica.scenario import ScenarioError, load_scenario
 
     try:
-        app = build_app(settings, load_scenario(settings.scenario))
+        app = build_app(settings, load_scenario(settings.scenario), os.environ.get("TAO_TOKEN") or None)
     except (ScenarioError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     try:

@@ -19,7 +19,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from tao_harness.cli.common import UsageError, cluster_config_from_args
+from tao_harness.cli.common import UsageError, check_http_url, cluster_config_from_args
 from tao_harness.config import TaoConfig
 from tao_harness.shims.launch import HARNESSES
 
@@ -76,7 +76,10 @@ def _labels(items: list[str]) -> dict[str, str]:
 
 
 def _config(args: argparse.Namespace) -> TaoConfig:
-    return cluster_config_from_args(args, {"store.url": args.db, "proxy.coordinator_url": args.coordinator})
+    config = cluster_config_from_args(args, {"store.url": args.db, "proxy.coordinator_url": args.coordinator})
+    check_http_url("--coordinator (or TAO_COORDINATOR_URL)", config.proxy.coordinator_url)
+    check_http_url("--proxy", args.proxy)
+    return config
 
 
 def _plan(argv: Sequence[str]) -> RunPlan:
@@ -113,11 +116,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     from tao_harness.shims.launch import LaunchError
     from tao_harness.shims.runner import run_agent
+    from tao_harness.store.engine import StoreError
 
     try:
         plan = _plan(argv)
         return asyncio.run(run_agent(plan))
-    except (UsageError, LaunchError) as exc:
+    except (UsageError, LaunchError, StoreError) as exc:  # StoreError: the embedded coordinator's --db
         print(f"tao-run: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

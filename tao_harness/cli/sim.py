@@ -25,11 +25,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="KV blocks of 16 tokens per replica (default: the profile's)")
     parser.add_argument("--oracle-readiness", action="store_true",
                         help="ablation: the readiness estimator knows every tool's true duration")
+    parser.add_argument("--dump-snapshots", metavar="DIR",
+                        help="write every planned snapshot to DIR as JSON (replay: scripts/bench_planner.py --replay)")
     parser.add_argument("--json", action="store_true", help="print config, metrics and run info as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     # Imported here so `tao --help` stays fast.
+    from tao_harness.config import PlannerConfig
     from tao_harness.sim.config import SimConfig
     from tao_harness.sim.simulator import SimError, simulate
     from tao_harness.sim.trace import TraceError, read_trace
@@ -37,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = SimConfig(policy=args.policy, replicas=args.replicas, workers=args.workers,
                            profile=args.profile, seed=args.seed, num_gpu_blocks=args.num_gpu_blocks,
-                           oracle_readiness=args.oracle_readiness)
+                           oracle_readiness=args.oracle_readiness,
+                           planner=PlannerConfig(deadline_clock="cpu", dump_snapshots=args.dump_snapshots))
     except ValidationError as exc:
         first = exc.errors()[0]
         raise UsageError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -50,18 +51,21 @@ def _show(directory: Path, as_json: bool) -> int:
     return 0
 
 
-async def _flush(directory: Path, config: TaoConfig) -> dict[str, int]:
+async def _flush(directory: Path, config: TaoConfig) -> tuple[dict[str, int], str]:
     import aiohttp
 
     from tao_harness.shims.delivery import CoordinatorPoster, flush_spool
+    from tao_harness.store.redact import redactor_from
 
     assert config.proxy.coordinator_url is not None
     async with aiohttp.ClientSession() as http:
         poster = CoordinatorPoster(config.proxy.coordinator_url, http, config.run.delivery_timeout_s,
                                    os.environ.get("TAO_TOKEN") or None)
-        result = await flush_spool(directory, poster, config.run.batch_max)
-    return {"files": result.files, "delivered": result.delivered, "rejected": result.rejected,
-            "remaining": result.remaining, "in_use": result.in_use}
+        redactor = redactor_from(config.store.redact_patterns, config.store.redact)
+        result = await flush_spool(directory, poster, config.run.batch_max, redactor=redactor)
+    counts = {"files": result.files, "delivered": result.delivered, "rejected": result.rejected,
+              "remaining": result.remaining, "in_use": result.in_use}
+    return counts, result.problem
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,12 +77,15 @@ def run(args: argparse.Namespace) -> int:
         return _show(directory, args.json)
     if not config.proxy.coordinator_url:
         raise UsageError("flush needs a coordinator: give --coordinator URL or set TAO_COORDINATOR_URL")
-    counts = asyncio.run(_flush(directory, config))
+    counts, problem = asyncio.run(_flush(directory, config))
     if args.json:
-        print_json(counts)
+        print_json(counts | {"problem": problem} if problem else counts)
     else:
         print(format_table([tuple(counts.values())], list(counts)))
+    if counts["rejected"]:
+        print(f"tao spool: the coordinator refused {counts['rejected']} invalid record(s); they were dropped",
+              file=sys.stderr)
     if counts["remaining"]:
-        print(f"tao spool: coordinator unreachable; {counts['remaining']} record(s) kept for later")
+        print(f"tao spool: {counts['remaining']} record(s) kept for later: coordinator {problem}", file=sys.stderr)
         return 1
     return 0

@@ -2,26 +2,27 @@
 
     POST /v1/admit              long-poll: {"status": "admitted", "replica", "base_url", "headers",
                                 "queue_wait_s"} or {"status": "waiting"} after `wait_s`; with
-                                "leased": replica, records a request already sent on a lease
-    GET  /v1/channel            WebSocket for a proxy's reports and lease notices (coordinator.channel)
+                                "leased": replica, records a request already sent on a lease; "proxy"
+                                names the proxy instance that forwards it (coordinator.owners)
+    GET  /v1/channel?proxy=ID   WebSocket for a proxy's reports and lease notices (coordinator.channel)
     GET  /v1/leases             long-poll of holder changes: ?after=SEQ&instance=ID&wait_s=S →
                                 {"instance", "seq", "reset", "leases": [{"session", "replica", ...}]}
     POST /v1/requests/done      usage and timing of a forwarded request (frees or resizes its hold)
     POST /v1/events             one tool event or {"events": [...]} (tao_harness.events format)
     POST /v1/sessions           {"session", "harness", "labels", "started_at"}
     POST /v1/sessions/{id}/end
-    GET  /v1/state              sessions, pool, reservations per replica, replicas, recent plans
+    GET  /v1/state              sessions, pool, reservations per replica, replicas, recent plans, pool waits
+                                (`?waits=1`: with the recent waits themselves)
     GET  /healthz, GET /metrics (Prometheus text)
 
 Bad input answers 400 with {"error": {"message": ...}} naming the field; an event that does not fit a
 session's lifecycle answers 409. With `TAO_TOKEN` set, every route but /healthz needs
-`Authorization: Bearer <token>` (401 otherwise).
+`Authorization: Bearer <token>` (the scheme in any case, RFC 7235; 401 otherwise).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import math
@@ -30,12 +31,14 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 import aiohttp
 from aiohttp import web
 
+from tao_harness.auth import authorized
 from tao_harness.coordinator.channel import ChannelBook, serve_channel
 from tao_harness.coordinator.inputs import MAX_WAIT_S, BadRequest, field, parse_admit, parse_request_done
 from tao_harness.coordinator.metrics import CoordinatorMetrics
 from tao_harness.coordinator.records import SessionStateError
 from tao_harness.coordinator.service import Coordinator
 from tao_harness.events import EventError, events_from_body
+from tao_harness.store.limits import MAX_HARNESS_CHARS, fit_json
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,8 @@ async def _json_object(request: web.Request) -> dict[str, Any]:
         body = await request.json(loads=json.loads)
     except ValueError:
         raise BadRequest("body: not valid JSON") from None
+    except RecursionError:
+        raise BadRequest("body: JSON nested too deeply") from None
     if not isinstance(body, dict):
         raise BadRequest(f"body: expected a JSON object, got {type(body).__name__}")
     return body
@@ -65,7 +70,8 @@ async def admit(request: web.Request) -> web.Response:
     # The session's report may still be on its way over the proxy's channel: let it land first.
     await request.app[CHANNELS].wait_applied(given.channel, given.after_seq)
     answer = await coordinator.admit(given.session, given.request_id, given.estimate, given.exclude,
-                                     given.wait_s, given.leased)
+                                     given.wait_s, given.leased, given.proxy,
+                                     prefix_group=given.prefix_group, shared_tokens=given.shared_tokens)
     if answer.replica is None:
         return web.json_response({"status": "waiting", "queue_wait_s": answer.queue_wait_s})
     request.app[METRICS].queue_wait.observe(answer.queue_wait_s)
@@ -93,8 +99,31 @@ async def channel(request: web.Request) -> web.StreamResponse:
 
 
 async def request_done(request: web.Request) -> web.Response:
-    request.app[COORDINATOR].request_done(parse_request_done(await _json_object(request)))
+    coordinator = request.app[COORDINATOR]
+    coordinator.request_done(parse_request_done(await _json_object(request), coordinator.registry.ids))
     return web.json_response({"status": "ok"})
+
+
+def _mark(coordinator: Coordinator) -> int:
+    """The number the writer gives the next record: a route's records are those from here on, up to
+    its next await."""
+    return coordinator.writer.submitted if coordinator.writer is not None else 0
+
+
+async def _acknowledge(coordinator: Coordinator, first: int, answer: dict[str, Any]) -> web.Response:
+    """`answer` once this route's records are stored: a shim drops what is acknowledged, so a crash after
+    the answer must not lose it (the relay is off the agent's path, so the wait costs agents nothing).
+    Failures of other requests' records are theirs: they are not reported here."""
+    writer = coordinator.writer
+    if writer is None:
+        return web.json_response(answer)
+    result = await writer.acommit(first, writer.submitted)
+    if result.unavailable is not None:  # the shim keeps the records and resends them (the store upserts)
+        log.warning("history store unavailable, records not acknowledged: %s", result.unavailable)
+        return _error(503, f"history store unavailable: {result.unavailable}")
+    if result.unwritable:  # resending would fail the same way: acknowledged, logged and counted
+        log.error("history store refused %d record(s)", result.unwritable)
+    return web.json_response(answer | ({"not_stored": result.unwritable} if "accepted" in answer else {}))
 
 
 async def events(request: web.Request) -> web.Response:
@@ -103,20 +132,13 @@ async def events(request: web.Request) -> web.Response:
     except EventError as exc:
         raise BadRequest(str(exc)) from None
     coordinator = request.app[COORDINATOR]
+    first = _mark(coordinator)
     for event in parsed:
         try:
             coordinator.tool_event(event)
         except SessionStateError as exc:
             log.warning("tool event for %s not applied: %s", event.session, exc)
-    if coordinator.writer is not None:
-        # Acknowledge only what is stored: a shim drops an event once accepted, so a crash after the
-        # answer must not lose it. The relay is off the agent's path, so this wait costs agents nothing.
-        try:
-            await coordinator.writer.aflush()
-        except Exception as exc:  # the shim keeps the events and resends them (store upserts by call id)
-            log.warning("store flush failed, events not acknowledged: %s", exc)
-            return _error(503, f"history store unavailable: {exc}")
-    return web.json_response({"accepted": len(parsed)})
+    return await _acknowledge(coordinator, first, {"accepted": len(parsed)})
 
 
 async def start_session(request: web.Request) -> web.Response:
@@ -124,15 +146,21 @@ async def start_session(request: web.Request) -> web.Response:
     labels = field(body, "labels", dict, {})
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
         raise BadRequest("labels: expected an object of strings")
+    harness = field(body, "harness", str, None)
+    if harness is not None and len(harness) > MAX_HARNESS_CHARS:
+        raise BadRequest(f"harness: longer than {MAX_HARNESS_CHARS} characters")
     coordinator = request.app[COORDINATOR]
-    coordinator.start_session(field(body, "session", str), field(body, "harness", str, None), labels,
+    first = _mark(coordinator)
+    coordinator.start_session(field(body, "session", str), harness, fit_json(labels),
                               float(field(body, "started_at", (int, float), coordinator.clock())))
-    return web.json_response({"status": "ok"})
+    return await _acknowledge(coordinator, first, {"status": "ok"})
 
 
 async def end_session(request: web.Request) -> web.Response:
-    ended = request.app[COORDINATOR].end_session(request.match_info["session"])
-    return web.json_response({"status": "ok" if ended else "unknown"})
+    coordinator = request.app[COORDINATOR]
+    first = _mark(coordinator)
+    ended = coordinator.end_session(request.match_info["session"])
+    return await _acknowledge(coordinator, first, {"status": "ok" if ended else "unknown"})
 
 
 async def state(request: web.Request) -> web.Response:
@@ -143,7 +171,8 @@ async def state(request: web.Request) -> web.Response:
         {"id": spec.id, "base_url": spec.base_url, "dp_rank": spec.dp_rank,
          "capacity_tokens": load.capacity_tokens, "reserved_tokens": coordinator.state.used_tokens(spec.id),
          "running_requests": load.running_requests, "waiting_requests": load.waiting_requests,
-         "kv_usage": load.kv_usage, "down": load.down}
+         "kv_usage": load.kv_usage, "down": load.down, "load_age_s": coordinator.registry.load_age_s(spec.id),
+         "reports_cached_tokens": coordinator.registry.reports_cached_tokens.get(spec.id)}
         for spec in coordinator.registry.specs for load in [coordinator.registry.loads[spec.id]]
     ]
     return web.json_response({
@@ -154,13 +183,29 @@ async def state(request: web.Request) -> web.Response:
         "replicas": replicas,
         "counters": {name: getattr(coordinator.state.counters, name)
                      for name in type(coordinator.state.counters).__dataclass_fields__},
+        "pool_wait": _pool_wait(coordinator, with_samples=request.query.get("waits") == "1"),
         "recent_plans": [
             {"at": p.at, "solver": p.solver, "solve_ms": p.solve_ms, "waiting": p.waiting,
              "assigned": [list(a) for a in p.assigned], "interrupts": list(p.interrupts),
-             "discarded": list(p.discarded), "fallback": p.fallback}
+             "discarded": list(p.discarded), "fallback": p.fallback,
+             "bound": None if p.bound is None else list(p.bound), "gap": p.gap}
             for p in coordinator.recent_plans
         ],
     })
+
+
+def _pool_wait(coordinator: Coordinator, with_samples: bool) -> dict[str, Any]:
+    """The wait bound and how the pool measures up to it (seconds of the scheduler's clock); with
+    `?waits=1` also the recent waits themselves (up to 4,096, oldest first), for a benchmark's CDF."""
+    counters = coordinator.counters
+    waits = sorted(counters.pool_waits)
+    return ({"recent": [round(w, 4) for w in counters.pool_waits]} if with_samples else {}) | {
+        "bound_s": coordinator.config.planner.max_wait_s,
+        "oldest_s": round(coordinator.oldest_wait(), 3),
+        "recent_p99_s": round(waits[min(len(waits) - 1, int(0.99 * len(waits)))], 3) if waits else 0.0,
+        "max_s": round(counters.max_pool_wait_s, 3),
+        "over_bound": counters.waits_over_bound,
+    }
 
 
 async def healthz(_: web.Request) -> web.Response:
@@ -179,8 +224,7 @@ def _middleware(token: str | None) -> Callable[..., Awaitable[web.StreamResponse
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         if token and request.path != "/healthz":
-            given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-            if not hmac.compare_digest(given.encode(), token.encode()):
+            if not authorized(request.headers, token):
                 return _error(401, "missing or wrong token (Authorization: Bearer <TAO_TOKEN>)")
         try:
             return await handler(request)

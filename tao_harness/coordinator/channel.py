@@ -6,7 +6,12 @@ are applied in the order sent. An admission that a proxy asks for over HTTP name
 sequence number of that session's last message (`channel`, `after_seq`), and waits until the channel
 has applied it, so a report can never be overtaken by the next request's admission.
 
-Proxy → coordinator: `{"seq": n, "type": "done"|"leased", "body": {...}}` (bodies as in the HTTP API).
+A proxy connects with `?proxy=ID`, its instance id: while one of its channels is open the requests it
+forwards are alive; when none has been for the proxy grace, they are ended (coordinator.owners).
+A malformed message is logged and dropped; it never closes the channel.
+
+Proxy → coordinator: `{"seq": n, "type": "done"|"leased", "body": {...}}` (bodies as in the HTTP API),
+or a list of them in one frame (applied in order).
 Coordinator → proxy: `{"type": "hello", "channel": id}` first, then `{"type": "leases", ...}` (a
 `LeaseUpdate`), the whole table first and changes after.
 """
@@ -15,12 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
+import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from tao_harness import fastjson
 from tao_harness.coordinator.inputs import BadRequest, parse_admit, parse_request_done
 from tao_harness.coordinator.records import SessionStateError
 from tao_harness.coordinator.service import Coordinator
@@ -28,6 +35,9 @@ from tao_harness.coordinator.service import Coordinator
 log = logging.getLogger(__name__)
 
 LEASE_POLL_S = 30.0
+# Pings that find a proxy whose host vanished without closing the connection (no pong: closed).
+HEARTBEAT_S = 10.0
+MAX_PROXY_ID = 200
 # Longest an admission waits for its session's earlier channel messages before going ahead anyway.
 APPLY_WAIT_S = 5.0
 
@@ -35,6 +45,8 @@ APPLY_WAIT_S = 5.0
 @dataclass
 class ChannelLink:
     ws: web.WebSocketResponse
+    # The proxy's instance id (None: a proxy that gave none); it owns the requests it tells about here.
+    proxy: str | None = None
     # Sequence number of the last message applied.
     applied: int = 0
     changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -47,9 +59,9 @@ class ChannelBook:
         self._links: dict[str, ChannelLink] = {}
         self._ids = itertools.count(1)
 
-    def open(self, ws: web.WebSocketResponse) -> tuple[str, ChannelLink]:
+    def open(self, ws: web.WebSocketResponse, proxy: str | None) -> tuple[str, ChannelLink]:
         channel = str(next(self._ids))
-        self._links[channel] = link = ChannelLink(ws)
+        self._links[channel] = link = ChannelLink(ws, proxy)
         return channel, link
 
     async def close_all(self) -> None:
@@ -80,39 +92,65 @@ class ChannelBook:
 
 
 async def serve_channel(request: web.Request, coordinator: Coordinator, book: ChannelBook) -> web.WebSocketResponse:
-    ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=16 * 1024 * 1024)
+    proxy = request.query.get("proxy") or None
+    if proxy is not None and (len(proxy) > MAX_PROXY_ID or not proxy.isprintable()):
+        raise BadRequest(f"proxy: expected a printable id of at most {MAX_PROXY_ID} characters")
+    ws = web.WebSocketResponse(heartbeat=HEARTBEAT_S, max_msg_size=16 * 1024 * 1024)
     await ws.prepare(request)
-    channel, link = book.open(ws)
-    await ws.send_json({"type": "hello", "channel": channel})
-    pusher = asyncio.create_task(_push_leases(ws, coordinator))
+    channel, link = book.open(ws, proxy)
+    if proxy is not None:
+        coordinator.owners.opened(proxy, time.monotonic())
     try:
-        async for message in ws:
-            if message.type is WSMsgType.TEXT:
-                book.applied(link, await _apply(coordinator, message.data, link.applied + 1))
+        await ws.send_json({"type": "hello", "channel": channel})
+        pusher = asyncio.create_task(_push_leases(ws, coordinator))
+        try:
+            async for message in ws:
+                if message.type is WSMsgType.TEXT:
+                    seq = link.applied
+                    for item in _messages(message.data):
+                        seq = await _apply(coordinator, item, seq + 1, proxy)
+                    book.applied(link, seq)
+        finally:
+            pusher.cancel()
     finally:
-        pusher.cancel()
         book.close(channel)
+        if proxy is not None:
+            coordinator.owners.closed(proxy, time.monotonic())
     return ws
 
 
-async def _apply(coordinator: Coordinator, text: str, expected_seq: int) -> int:
+def _messages(text: str) -> list[Any]:
+    """The messages of one frame: a proxy sends those of one event-loop turn together, as a list."""
+    try:
+        parsed = fastjson.loads(text)
+    # OverflowError: numbers like 10**400; RecursionError: JSON nested deeper than the parser goes.
+    except (ValueError, OverflowError, RecursionError) as exc:
+        log.warning("channel frame dropped: %s", exc)
+        return [None]  # counts as one message applied
+    return parsed if isinstance(parsed, list) else [parsed]
+
+
+async def _apply(coordinator: Coordinator, message: Any, expected_seq: int, proxy: str | None) -> int:
     """Apply one message; returns its sequence number (a malformed one counts as applied: it never will be)."""
     seq = expected_seq
     try:
-        message = json.loads(text)
-        seq, kind, body = int(message["seq"]), message["type"], message["body"]
+        if not isinstance(message, dict) or type(message.get("seq")) is not int:
+            raise BadRequest("seq: expected an integer")
+        seq, kind, body = message["seq"], message["type"], message["body"]
         if not isinstance(body, dict):
             raise BadRequest("body: expected a JSON object")
         if kind == "done":
-            coordinator.request_done(parse_request_done(body))
+            coordinator.request_done(parse_request_done(body, coordinator.registry.ids))
         elif kind == "leased":
             given = parse_admit(body, coordinator.registry.ids)
             if given.leased is None:
                 raise BadRequest("leased: missing field")
-            await coordinator.admit(given.session, given.request_id, given.estimate, (), 0.0, given.leased)
+            await coordinator.admit(given.session, given.request_id, given.estimate, (), 0.0, given.leased,
+                                    given.proxy or proxy)
         else:
             raise BadRequest(f"type: expected done or leased, got {kind!r}")
-    except (ValueError, KeyError, TypeError, BadRequest, SessionStateError) as exc:
+    # OverflowError: numbers like 10**400; RecursionError: JSON nested deeper than the parser goes.
+    except (ValueError, KeyError, TypeError, OverflowError, RecursionError, BadRequest, SessionStateError) as exc:
         log.warning("channel message %d dropped: %s", seq, exc)
     return seq
 

@@ -72,11 +72,11 @@ class LeaseBook:
         lease = self._holders.get(session)
         return lease.replica if lease is not None else None
 
-    def sync(self, holders: Mapping[str, str]) -> int:
-        """Publish the difference between the current holders and the last published ones."""
-        changes = [Lease(session, None) for session in self._holders if session not in holders]
-        changes += [self._describe(session, replica) for session, replica in holders.items()
-                    if self.holder(session) != replica]
+    def update(self, holders: Mapping[str, str | None]) -> int:
+        """Publish the holders of the sessions in `holders` (None: holds nothing) that differ from the
+        published ones; O(len(holders)), so callers pass only the sessions that may have changed."""
+        changes = [Lease(session, None) if replica is None else self._describe(session, replica)
+                   for session, replica in holders.items() if self.holder(session) != replica]
         for lease in changes:
             self._seq += 1
             self._log.append((self._seq, lease))

@@ -1,4 +1,4 @@
-"""What a tool event becomes in the history store: one `ToolCallRecord` per call, upserted by call id.
+"""What a tool event becomes in the history store: one `ToolCallRecord` per call, upserted by (session, call id).
 
 Shared by the live coordinator and `tao history import-spool` (events replayed straight from a shim's
 spool into the store when no coordinator is running), so both record the same family key and hints.
@@ -7,8 +7,7 @@ spool into the store when no coordinator is running), so both record the same fa
 from __future__ import annotations
 
 from tao_harness.events import ToolEnd, ToolEvent, ToolStart
-from tao_harness.readiness.family import family_key
-from tao_harness.readiness.hints import parse_hints
+from tao_harness.readiness.call import describe_call
 from tao_harness.store.records import ToolCallRecord
 
 
@@ -17,10 +16,12 @@ def tool_call_record(event: ToolEvent) -> ToolCallRecord:
         return ToolCallRecord(id=event.call_id, session_id=event.session, ended_at=event.at,
                               duration_s=event.duration_s, status=event.status, exit_code=event.exit_code)
     if isinstance(event, ToolStart):
-        hints = parse_hints(event.tool_name, event.command, event.args, env_timeout_s=event.env_timeout_s)
+        family, hints = describe_call(event.tool_name, event.command, event.args,
+                                      env_timeout_s=event.env_timeout_s, harness=event.harness,
+                                      kind=event.kind)
         return ToolCallRecord(
             id=event.call_id, session_id=event.session, harness=event.harness, tool_name=event.tool_name,
-            family=family_key(event.tool_name, event.command), command=event.command,
+            family=family, command=event.command,
             args=dict(event.args) or None, hints=hints.to_json(), timeout_s=hints.max_s,
             env_timeout_s=event.env_timeout_s, background=hints.background, started_at=event.at,
         )

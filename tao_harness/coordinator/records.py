@@ -45,8 +45,11 @@ class ToolStart:
     call_id: str  # harness call id; tool_end names the same id
     name: str  # tool name as the harness reports it (Bash, bash, Read, Monitor ...)
     command: str | None = None  # shell command text, when the tool runs one
-    args: Mapping[str, Any] | None = None  # other tool input (timeout in ms, run_in_background ...)
+    args: Mapping[str, Any] | None = None  # other tool input (timeout, run_in_background ...)
     env_timeout_s: float | None = None  # harness-level deadline (mini-SWE-agent environment.timeout)
+    session: str = ""  # the session running it (set by the state machine): its earlier runs weigh most
+    # Which harness sent it: the unit of its timeout arguments, and durations are learned per harness.
+    harness: str | None = None
 
 
 class UsageLike(Protocol):
@@ -134,3 +137,7 @@ class Session:
     cache_stamp: int = 0  # bumped whenever `cache` changes (keys the view memo)
     view_memo: tuple[tuple[object, ...], SessionView] | None = None  # last view built and what it depended on
     avoid: frozenset[str] = frozenset()  # nodes that failed its current request: plans place it elsewhere
+    request_at: float | None = None  # its current / waiting request arrived (the pool-wait bound counts from it)
+    reply_done_at: float | None = None  # its last reply ended (the stream's end), None before the first
+    gap_s: float | None = None  # running mean of reply end → next request: how long it stays quiet
+    release_at_reply: bool = False  # interrupted while its next request was already running: release it then

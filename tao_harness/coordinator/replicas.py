@@ -1,10 +1,18 @@
 """Replica registry: capacity discovery, load polling and health from vLLM's `/metrics`.
 
-Capacity (KV tokens) is `num_gpu_blocks × block_size` from `vllm:cache_config_info` unless the config
-gives it. Load comes from `vllm:num_requests_running`, `vllm:num_requests_waiting` and
+Capacity (KV tokens) comes from `vllm:cache_config_info` unless the config gives it: its
+`kv_cache_size_tokens` label (one engine's cache; vLLM ≥ 0.3x), else `num_gpu_blocks × block_size`. On a
+data-parallel server `num_gpu_blocks` is the sum over all engines, repeated on each engine's sample, so
+it would count a rank's capacity N times. Load comes from `vllm:num_requests_running`, `vllm:num_requests_waiting` and
 `vllm:kv_cache_usage_perc` (older servers: `vllm:gpu_cache_usage_perc`). A data-parallel server reports
 one sample per engine (label `engine`); a replica that is one DP rank reads the sample of its rank.
-A replica whose polls fail `down_after` times in a row is marked down; one good poll brings it back.
+A replica whose polls fail `down_after` times in a row is marked down; one good poll brings it back. A
+poll that times out is no failure while the replica answered one within `unresponsive_s`: slow is busy,
+not dead, and marking a busy replica down would send its holders back to the pool, adding to the load.
+
+Cache evidence comes from the usage in the proxies' reports, and vLLM puts the cached-token count
+there only with `--enable-prompt-tokens-details`; the registry notes which replicas never do, says so
+once in the log, and shows it in `/v1/state` and `tao_replica_reports_cached_tokens`.
 """
 
 from __future__ import annotations
@@ -48,7 +56,8 @@ class MetricsSample:
 def parse_vllm_metrics(text: str, dp_rank: int | None) -> MetricsSample:
     """Read the metrics the scheduler needs; raises ValueError on text that is not Prometheus format."""
     values: dict[str, float] = {}
-    capacity: int | None = None
+    per_engine: int | None = None  # Σ kv_cache_size_tokens over the engines read
+    whole_server: int | None = None  # num_gpu_blocks × block_size (already a sum over engines)
     wanted_engine = str(dp_rank) if dp_rank is not None else None
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
@@ -56,9 +65,13 @@ def parse_vllm_metrics(text: str, dp_rank: int | None) -> MetricsSample:
             if wanted_engine is not None and engine is not None and engine != wanted_engine:
                 continue
             if sample.name.startswith("vllm:cache_config_info"):
-                blocks, size = sample.labels.get("num_gpu_blocks"), sample.labels.get("block_size")
-                if blocks and size and blocks.isdigit() and size.isdigit():
-                    capacity = int(blocks) * int(size)
+                labels = sample.labels
+                tokens, blocks, size = (labels.get(k, "") for k in ("kv_cache_size_tokens", "num_gpu_blocks",
+                                                                   "block_size"))
+                if tokens.isdigit():
+                    per_engine = (per_engine or 0) + int(tokens)
+                elif blocks.isdigit() and size.isdigit():
+                    whole_server = int(blocks) * int(size)
                 continue
             # Several engines without a rank filter: sum counts, average usage.
             values[sample.name] = values.get(sample.name, 0.0) + sample.value
@@ -66,7 +79,7 @@ def parse_vllm_metrics(text: str, dp_rank: int | None) -> MetricsSample:
     usage_name = "vllm:kv_cache_usage_perc" if "vllm:kv_cache_usage_perc" in values else "vllm:gpu_cache_usage_perc"
     usage = values.get(usage_name, 0.0) / max(1.0, values.get(usage_name + "#n", 1.0))
     return MetricsSample(
-        capacity_tokens=capacity,
+        capacity_tokens=per_engine if per_engine is not None else whole_server,
         running_requests=int(values.get("vllm:num_requests_running", 0)),
         waiting_requests=int(values.get("vllm:num_requests_waiting", 0)),
         kv_usage=min(1.0, max(0.0, usage)),
@@ -77,7 +90,11 @@ def parse_vllm_metrics(text: str, dp_rank: int | None) -> MetricsSample:
 class ReplicaRegistry:
     specs: tuple[ReplicaSpec, ...]
     down_after: int = 2
+    # Seconds a replica may leave polls unanswered (timeouts) after its last answer before they count.
+    unresponsive_s: float = 30.0
     loads: dict[str, ReplicaLoad] = field(default_factory=dict)
+    # Per replica, once a usage report came: whether any carried a cached-token count.
+    reports_cached_tokens: dict[str, bool] = field(default_factory=dict)
     _failures: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -105,6 +122,16 @@ class ReplicaRegistry:
             return True
         return False
 
+    def load_age_s(self, replica_id: str) -> float | None:
+        """Seconds since the replica last answered a poll (its load is that old); None if it never did.
+        A slow server keeps its last sample (see `poll_once`), so this says how stale the load may be."""
+        polled_at = self.loads[replica_id].polled_at
+        return None if polled_at is None else max(0.0, time.time() - polled_at)
+
+    def _answered_within(self, replica_id: str, seconds: float) -> bool:
+        age = self.load_age_s(replica_id)
+        return age is not None and age < seconds
+
     def record_sample(self, replica_id: str, sample: MetricsSample) -> bool:
         """Fold in a good poll; True when the replica came back up."""
         spec = self.spec(replica_id)
@@ -119,6 +146,16 @@ class ReplicaRegistry:
             log.info("replica %s is back up", replica_id)
         return previous.down
 
+    def record_cache_report(self, replica_id: str, has_cached_tokens: bool) -> None:
+        """Fold in whether a usage report of the replica said how many prompt tokens its cache served."""
+        known = self.reports_cached_tokens.get(replica_id)
+        if known:
+            return
+        self.reports_cached_tokens[replica_id] = has_cached_tokens
+        if known is None and not has_cached_tokens:
+            log.warning("replica %s reports no cached prompt tokens: TAO sees none of its prefix-cache hits "
+                        "(start vLLM with --enable-prompt-tokens-details)", replica_id)
+
     async def poll_once(self, http: aiohttp.ClientSession, timeout_s: float = 2.0) -> list[str]:
         """Poll every replica's /metrics concurrently; returns ids whose up/down state changed."""
 
@@ -129,7 +166,11 @@ class ReplicaRegistry:
                     if response.status != 200:
                         raise aiohttp.ClientResponseError(response.request_info, (), status=response.status)
                     sample = parse_vllm_metrics(await response.text(), spec.dp_rank)
-            except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+            except asyncio.TimeoutError:  # aiohttp's connect and read timeouts included
+                if self._answered_within(spec.id, self.unresponsive_s):
+                    return None
+                return spec.id if self.record_failure(spec.id, "/metrics unanswered") else None
+            except (aiohttp.ClientError, ValueError) as exc:
                 return spec.id if self.record_failure(spec.id, f"{type(exc).__name__} polling /metrics") else None
             return spec.id if self.record_sample(spec.id, sample) else None
 

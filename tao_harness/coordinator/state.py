@@ -7,6 +7,7 @@ Lifecycle (DESIGN.md §3):
     NEW → WAITING → ADMITTED(b) → REASONING(b) → ACTING(b) → REASONING(b) → ... → ENDED
                   ↘ (admitted with its request) REASONING(b)
     ACTING(b) / ADMITTED(b) → INTERRUPTED (plan interrupt, admission given back, node down) → WAITING → ...
+    REASONING(b) → INTERRUPTED when its request ends, if a plan interrupted it while that request ran
     any holding phase → IDLE (`release`: client gone, replica failed); WAITING → IDLE (request withdrawn);
     IDLE → WAITING at the next request.
 With request-level routing (`admission_control=False`) a finished request leaves the session IDLE (holds
@@ -16,6 +17,12 @@ Invariant: for every node b, `used[b]` equals the sum of `reserved` over the ses
 HOLDING_PHASES with `node == b`, and only those sessions hold a reservation. Every transition goes through
 `_hold` / `_release`, so a session end, an interrupt or a give-back always returns its tokens.
 
+A prefix group's shared prefix (an agent's system prompt, ~15k tokens for Claude Code) is reserved once
+per node, as the engine's prefix cache keeps one copy for every request that starts with it: the group's
+first holder there (its keeper) carries it, the others reserve their context without it. Counted once
+per session instead, ten holders of a 270k-token replica reserved 135k tokens for copies that do not
+exist, and the pool waited for room the engine had. When the keeper leaves, the next holder carries it.
+
 Plan signatures: a session's `version` changes whenever it enters or leaves the pool or changes node
 (not when a request arrives for a session already in the pool, nor on tool or cache events). `apply`
 drops plan entries whose session's version differs from the one captured with the snapshot, then admits
@@ -24,6 +31,7 @@ the longest prefix of the remaining assignments that fits live capacity.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterable, Mapping
 
 from tao_harness.config import PlannerConfig, ReadinessConfig, SessionsConfig
@@ -74,6 +82,13 @@ class ClusterState:
         self._down: set[str] = set()
         self._sessions: dict[str, Session] = {}
         self._in_pool = 0  # sessions whose phase is in POOL_PHASES, kept by `_set_phase`
+        # Sessions admitted ahead of their request (ADMITTED), kept by `_set_phase`: expiry looks at them only.
+        self._ahead: dict[str, Session] = {}
+        # (node, prefix group) -> its holders there, in holding order; the first carries the shared prefix.
+        self._sharing: dict[tuple[str, str], dict[str, Session]] = {}
+        # Sessions whose phase (and so perhaps holder) changed since `take_phase_changes`; None until
+        # `watch_phases` (the simulator never reads them).
+        self._phase_changes: set[str] | None = None
         self._predictor = predictor
         self._params = PlannerParams.from_config(planner)
         self._readiness = readiness
@@ -90,6 +105,21 @@ class ClusterState:
     @property
     def counters(self) -> StateCounters:
         return self._counters
+
+    def watch_phases(self) -> None:
+        """Start recording which sessions change phase (every holder change is one: `node` changes only
+        on admission), for `take_phase_changes`."""
+        self._phase_changes = set()
+
+    def take_phase_changes(self) -> set[str]:
+        """Sessions whose phase changed since the last call (ended ones included); empty unless watched."""
+        if self._phase_changes is None:
+            return set()
+        changed, self._phase_changes = self._phase_changes, set()
+        return changed
+
+    def has_session(self, session_id: str) -> bool:
+        return session_id in self._sessions
 
     def phase(self, session_id: str) -> Phase:
         return self._get(session_id).phase
@@ -143,7 +173,8 @@ class ClusterState:
         pool = sorted((s for s in self._sessions.values() if s.phase in POOL_PHASES), key=lambda s: s.pool_since)
         holding = [s for s in self._sessions.values() if s.phase in HOLDING_PHASES and s.node not in self._down]
         node_ids = tuple(node.id for node in nodes)
-        views = tuple(session_view(s, now, self._readiness, self._down, node_ids) for s in (*pool, *holding))
+        views = tuple(session_view(s, now, self._readiness, self._down, node_ids, self._shared_resident(s, node_ids))
+                      for s in (*pool, *holding))
         return Snapshot(now=now, params=self._params, nodes=nodes, sessions=views)
 
     # ------------------------------------------------------------------ events
@@ -154,6 +185,16 @@ class ClusterState:
         if session_id in self._sessions:
             raise SessionStateError(f"session {session_id!r} already started")
         self._sessions[session_id] = Session(session_id, now, prefix_group, shared_tokens, pool_since=now)
+
+    def set_shared_prefix(self, session_id: str, prefix_group: str, shared_tokens: int) -> None:
+        """Names the prompt prefix the session shares with others (learnt from its requests). A session
+        holding a node keeps what it holds by until it leaves it: its reservation was made with the old."""
+        session = self._get(session_id)
+        unchanged = (session.prefix_group, session.shared_tokens) == (prefix_group, shared_tokens)
+        if unchanged or session.phase in HOLDING_PHASES:
+            return  # every admission the proxy asks for names it: the memo stays unless it changed
+        session.prefix_group, session.shared_tokens = prefix_group, shared_tokens
+        session.view_memo = None  # the memo's key leaves these out: they change only here
 
     def on_request(self, session_id: str, tokens: int, now: float, avoid: Iterable[str] = ()) -> str | None:
         """An LLM request arrived. Returns the node to send it to now, or None: it waits for a plan.
@@ -171,6 +212,11 @@ class ClusterState:
             session.tool_done_at = now
         session.turn += 1
         session.tokens = tokens
+        session.request_at = now
+        if session.reply_done_at is not None:
+            gap = now - session.reply_done_at
+            session.gap_s = gap if session.gap_s is None else (session.gap_s + gap) / 2
+            session.reply_done_at = None
         if session.phase in HOLDING_PHASES:
             self._set_phase(session, Phase.REASONING)
             session.admitted_at = None
@@ -193,7 +239,11 @@ class ClusterState:
         session.cache[session.node] = CacheEntry(session.tokens, now)
         session.cache_stamp += 1
         session.tool_done_at = None
-        if self._admission_control:
+        session.reply_done_at = now
+        if self._admission_control and session.release_at_reply:
+            self._to_pool(session, now)
+            self._bump(interrupts=1)
+        elif self._admission_control:
             self._set_phase(session, Phase.ACTING)
             self._resize(session, session.tokens + self._params.reserve_tokens)
         else:
@@ -203,19 +253,24 @@ class ClusterState:
 
     def on_tool_start(self, session_id: str, start: ToolStart, now: float) -> None:
         session = self._get(session_id)
+        if not start.session:
+            start = replace(start, session=session_id)
         family, hints = self._predictor.describe(start)
         execution = start_execution(now, self._predictor.predict(start, family, hints))
         session.calls[start.call_id] = OpenCall(start, family, hints, execution)
         session.tool_done_at = None
 
-    def on_tool_end(self, session_id: str, call_id: str, now: float, duration_s: float | None = None) -> bool:
-        """Feeds the duration history. Returns False for a call that was never reported as started."""
+    def on_tool_end(self, session_id: str, call_id: str, now: float, duration_s: float | None = None,
+                    censored: bool = False) -> bool:
+        """Feeds the duration history; a `censored` duration (the call was stopped before its work ended: a
+        timeout or a cancel) counts as a lower bound only. False for a call never reported as started."""
         session = self._get(session_id)
         call = session.calls.pop(call_id, None)
         if call is None:
             return False
         elapsed = now - call.execution.started_at
-        self._predictor.observe(call.family, duration_s if duration_s is not None else elapsed)
+        self._predictor.observe(call.start, call.family, duration_s if duration_s is not None else elapsed,
+                                censored=censored)
         if not session.calls:
             session.tool_done_at = now
         return True
@@ -275,23 +330,28 @@ class ClusterState:
     # ------------------------------------------------------------------ housekeeping
 
     def refresh_predictions(self, now: float) -> None:
-        """Re-predict running tools that are not overdue (history may have learned; keeps them fresh)."""
+        """Re-predict running tools that are not overdue (history may have learned; keeps them fresh).
+
+        Overdue calls keep their single probe. (Re-predicting them from a distribution conditioned on the
+        longer elapsed time was tried: in `scripts/readiness_sim.py` on real calls it delayed the
+        sessions of long tools — tool end to first token 0.94 → 1.41 s — since a call that outlived its
+        history is, by the Lindy tail, never within H again until it returns.)"""
         for session in self._sessions.values():
             for call in session.calls.values():
-                if call.execution.predicted_completion > now:  # overdue calls keep their single probe
+                if call.execution.predicted_completion > now:
                     prediction = self._predictor.predict(call.start, call.family, call.hints)
                     call.execution = refresh(call.execution, prediction, now)
 
     def next_expiry(self) -> float | None:
         """When the earliest admission made ahead of its request runs out, if any."""
-        times = [s.admitted_at for s in self._sessions.values() if s.phase is Phase.ADMITTED]
-        return min(times) + self._admission_ttl_s if times else None  # type: ignore[type-var]
+        times = [s.admitted_at for s in self._ahead.values() if s.admitted_at is not None]
+        return min(times) + self._admission_ttl_s if times else None
 
     def expire_admissions(self, now: float) -> tuple[str, ...]:
         """Give back reservations of sessions admitted ahead whose request did not come in time."""
         expired = []
-        for session in self._sessions.values():
-            if session.phase is Phase.ADMITTED and session.admitted_at is not None:
+        for session in list(self._ahead.values()):
+            if session.admitted_at is not None:
                 if session.admitted_at + self._admission_ttl_s <= now:
                     self._to_pool(session, now)
                     expired.append(session.id)
@@ -305,12 +365,16 @@ class ClusterState:
         discarded: list[str] = []
         interrupted: list[str] = []
         for session_id in plan.interrupts:
-            session = self._valid(session_id, signatures, (Phase.ACTING, Phase.ADMITTED))
+            session = self._valid(session_id, signatures, (Phase.ACTING, Phase.ADMITTED, Phase.REASONING))
             if session is None:
                 discarded.append(session_id)
-                continue
-            self._to_pool(session, now)
-            interrupted.append(session_id)
+            elif session.phase is Phase.REASONING:
+                # Its next request came between the snapshot and now (a short tool; plans take time):
+                # the interrupt takes effect when that request ends instead of being lost.
+                session.release_at_reply = True
+            else:
+                self._to_pool(session, now)
+                interrupted.append(session_id)
         candidates: list[tuple[Session, str]] = []
         for assignment in plan.assignments:
             self._check_node(assignment.node)
@@ -322,11 +386,11 @@ class ClusterState:
         admitted: list[Admission] = []
         deferred: list[str] = []
         for index, (session, node_id) in enumerate(candidates):
-            cost = session.tokens + self._params.reserve_tokens
+            cost = session.tokens + self._params.reserve_tokens - self.shared_credit(session, node_id)
             if self._admission_control and cost > self.free_tokens(node_id):
                 deferred = [s.id for s, _ in candidates[index:]]
                 break
-            admitted.append(self._admit(session, node_id, cost, now))
+            admitted.append(self._admit(session, node_id, now))
         self._bump(
             admissions=len(admitted),
             interrupts=len(interrupted),
@@ -343,20 +407,26 @@ class ClusterState:
             return None
         return session
 
-    def _admit(self, session: Session, node_id: str, cost: int, now: float) -> Admission:
+    def _admit(self, session: Session, node_id: str, now: float) -> Admission:
         dispatch = session.phase is Phase.WAITING
         self._set_phase(session, Phase.REASONING if dispatch else Phase.ADMITTED)
         session.admitted_at = None if dispatch else now
         session.node = node_id
         session.version += 1
-        self._hold(session, cost)
+        self._hold(session, session.tokens + self._params.reserve_tokens)
         return Admission(session.id, node_id, dispatch)
 
     # ------------------------------------------------------------------ reservations
 
     def _set_phase(self, session: Session, phase: Phase) -> None:
         self._in_pool += (phase in POOL_PHASES) - (session.phase in POOL_PHASES)
+        if phase is Phase.ADMITTED:
+            self._ahead[session.id] = session
+        elif session.phase is Phase.ADMITTED:
+            del self._ahead[session.id]
         session.phase = phase
+        if self._phase_changes is not None:
+            self._phase_changes.add(session.id)
 
     def _to_pool(self, session: Session, now: float) -> None:
         self._release(session)
@@ -365,20 +435,60 @@ class ClusterState:
         session.pool_since = now
         session.version += 1
 
+    def _shared_resident(self, session: Session, node_ids: tuple[str, ...]) -> bool:
+        """Its shared prefix is carried by another holder on its node, or (in the pool) on every node it may use."""
+        if session.prefix_group is None or not session.shared_tokens:
+            return False
+        if session.phase in HOLDING_PHASES:
+            return session.node is not None and self.shared_credit(session, session.node) > 0
+        usable = [n for n in node_ids if n not in session.avoid]
+        return bool(usable) and all(self.shared_credit(session, n) > 0 for n in usable)
+
+    def shared_credit(self, session: Session, node_id: str) -> int:
+        """Tokens of the session's shared prefix that another holder of its group carries on `node_id`."""
+        if session.prefix_group is None:
+            return 0
+        holders = self._sharing.get((node_id, session.prefix_group))
+        keeper = next(iter(holders.values())) if holders else None
+        shared = min(session.shared_tokens, session.tokens)
+        if keeper is None or keeper is session or min(keeper.shared_tokens, keeper.tokens) < shared:
+            return 0
+        return shared
+
     def _hold(self, session: Session, tokens: int) -> None:
+        """Reserve `tokens` (the whole context) less the shared prefix another holder carries."""
         assert session.node is not None and session.reserved == 0
-        session.reserved = tokens
-        self._used[session.node] += tokens
+        if session.prefix_group is not None:
+            self._sharing.setdefault((session.node, session.prefix_group), {})[session.id] = session
+        session.reserved = tokens - self.shared_credit(session, session.node)
+        self._used[session.node] += session.reserved
 
     def _resize(self, session: Session, tokens: int) -> None:
         if session.node is not None and session.phase in HOLDING_PHASES:
-            self._used[session.node] += tokens - session.reserved
-            session.reserved = tokens
+            self._set_reserved(session, tokens - self.shared_credit(session, session.node))
+
+    def _set_reserved(self, session: Session, tokens: int) -> None:
+        assert session.node is not None
+        self._used[session.node] += tokens - session.reserved
+        session.reserved = tokens
 
     def _release(self, session: Session) -> None:
         if session.reserved and session.node is not None:
             self._used[session.node] -= session.reserved
         session.reserved = 0
+        session.release_at_reply = False
+        if session.node is None or session.prefix_group is None:
+            return
+        key = (session.node, session.prefix_group)
+        holders = self._sharing.get(key, {})
+        if holders.pop(session.id, None) is None:
+            return
+        if not holders:
+            del self._sharing[key]
+            return
+        for other in holders.values():  # a new keeper carries the prefix now; others may lose their credit
+            whole = other.tokens + self._params.reserve_tokens
+            self._set_reserved(other, whole - self.shared_credit(other, session.node))
 
     def _bump(self, **deltas: int) -> None:
         values = {name: getattr(self._counters, name) + delta for name, delta in deltas.items()}

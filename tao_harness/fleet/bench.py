@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import csv
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
+
+import aiohttp
 
 from tao_harness.fleet.driver import FleetMetrics, run_fleet
 from tao_harness.fleet.processes import ProcessGroup
@@ -27,6 +29,9 @@ COLUMNS: tuple[tuple[str, bool, str], ...] = (
     ("mean_latency_s", False, "mean task latency (s)"),
     ("mean_ttft_s", False, "mean TTFT (s)"),
     ("p95_ttft_s", False, "p95 TTFT (s)"),
+    ("p99_ttft_s", False, "p99 TTFT (s)"),
+    ("max_ttft_s", False, "max TTFT (s)"),
+    ("max_pool_wait_s", False, "max pool wait (s)"),
     ("decode_tok_s", True, "decode tok/s"),
     ("prefix_hit_rate", True, "prefix hit rate"),
     ("makespan_s", False, "makespan (s)"),
@@ -54,11 +59,12 @@ class RunRecord:
     repeat: int
     metrics: FleetMetrics
     results: list[SessionResult] = field(default_factory=list)
+    pool_waits: tuple[float, ...] = ()  # the router's own pool waits (TAO), for the wait CDF
 
 
 async def run_one(trace: Sequence[TraceSession], config: LiveBenchConfig, router: str, workers: int,
                   on_session_done: Callable[[SessionResult], None] | None = None,
-                  ) -> tuple[FleetMetrics, list[SessionResult], RouterInfo]:
+                  ) -> tuple[RunRecord, RouterInfo]:
     clock = ScaledClock(config.time_scale)
     async with ProcessGroup() as processes:
         urls = await asyncio.gather(*(processes.start_replica(time_scale=config.time_scale, profile=config.profile,
@@ -68,11 +74,27 @@ async def run_one(trace: Sequence[TraceSession], config: LiveBenchConfig, router
         async with start_router(router, urls, capacity, clock, processes, policy=config.policy,
                                 peers_bin=config.peers_bin) as (endpoints, info):
             metrics, results = await run_fleet(trace, endpoints, workers, clock, on_session_done)
-    return metrics, results, info
+            waits: tuple[float, ...] = ()
+            if endpoints.events_url is not None:
+                metrics, waits = await _with_pool_waits(metrics, endpoints.events_url)
+    return RunRecord(router, workers, 0, metrics, results, waits), info
 
 
-def _median_and_spread(values: Sequence[float]) -> tuple[float, float, float]:
-    return statistics.median(values), min(values), max(values)
+async def _with_pool_waits(metrics: FleetMetrics, coordinator_url: str) -> tuple[FleetMetrics, tuple[float, ...]]:
+    """The coordinator's own account of pool waits (what the clients see includes the engine's time too)."""
+    async with aiohttp.ClientSession() as http:
+        async with http.get(coordinator_url + "/v1/state", params={"waits": "1"}) as response:
+            waits = (await response.json())["pool_wait"]
+    samples = tuple(sorted(float(w) for w in waits["recent"]))
+    p99 = samples[int(0.99 * (len(samples) - 1))] if samples else 0.0
+    return replace(metrics, p99_pool_wait_s=p99, max_pool_wait_s=float(waits["max_s"]),
+                   waits_over_bound=int(waits["over_bound"])), samples
+
+
+def _median_and_spread(values: Sequence[float | None]) -> tuple[float, float, float] | None:
+    """None when the router does not report the metric (pool waits of routers other than TAO)."""
+    known = [v for v in values if v is not None]
+    return (statistics.median(known), min(known), max(known)) if known else None
 
 
 def write_results(records: Sequence[RunRecord], infos: dict[str, RouterInfo], out: Path, title: str) -> Path:
@@ -86,7 +108,7 @@ def write_results(records: Sequence[RunRecord], infos: dict[str, RouterInfo], ou
     lines = [f"# {title}", ""]
     for workers in sorted({r.workers for r in records}):
         routers = list(dict.fromkeys(r.router for r in records if r.workers == workers))
-        cells: dict[tuple[str, str], tuple[float, float, float]] = {}
+        cells: dict[tuple[str, str], tuple[float, float, float] | None] = {}
         for router in routers:
             runs = [r.metrics for r in records if r.workers == workers and r.router == router]
             for metric, _, _ in COLUMNS:
@@ -97,11 +119,15 @@ def write_results(records: Sequence[RunRecord], infos: dict[str, RouterInfo], ou
         for router in routers:
             row = []
             for metric, higher, _ in COLUMNS:
-                median, low, high = cells[(router, metric)]
-                values = [cells[(r, metric)][0] for r in routers]
+                cell = cells[(router, metric)]
+                if cell is None:
+                    row.append("–")
+                    continue
+                median, low, high = cell
+                values = [c[0] for r in routers if (c := cells[(r, metric)]) is not None]
                 best = max(values) if higher else min(values)
                 text = f"{median:.3g} [{low:.3g}–{high:.3g}]"
-                row.append(f"**{text}**" if median == best and len(routers) > 1 else text)
+                row.append(f"**{text}**" if median == best and len(values) > 1 else text)
             lines.append(f"| {router} | " + " | ".join(row) + " |")
         if "tao" in routers and len(routers) > 1:
             lines.append("| TAO vs best other | " + " | ".join(
@@ -113,12 +139,16 @@ def write_results(records: Sequence[RunRecord], infos: dict[str, RouterInfo], ou
     return path
 
 
-def _versus(cells: dict[tuple[str, str], tuple[float, float, float]], routers: list[str], metric: str,
+def _versus(cells: dict[tuple[str, str], tuple[float, float, float] | None], routers: list[str], metric: str,
             higher: bool) -> str:
-    others = [r for r in routers if r != "tao"]
+    others = [r for r in routers if r != "tao" and cells[(r, metric)] is not None]
+    ours = cells[("tao", metric)]
+    if not others or ours is None:
+        return "n/a"
     best = max(others, key=lambda r: cells[(r, metric)][0]) if higher else \
-        min(others, key=lambda r: cells[(r, metric)][0])
-    ours, theirs = cells[("tao", metric)], cells[(best, metric)]
+        min(others, key=lambda r: cells[(r, metric)][0])  # type: ignore[index]
+    theirs = cells[(best, metric)]
+    assert theirs is not None
     if theirs[0] == 0:
         return "n/a"
     gain = (ours[0] - theirs[0]) / abs(theirs[0]) * (1 if higher else -1) * 100

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
@@ -29,10 +30,16 @@ class FleetMetrics:
     mean_latency_s: float  # session start to end, emulated seconds
     mean_ttft_s: float
     p95_ttft_s: float
+    p99_ttft_s: float
+    max_ttft_s: float
     decode_tok_s: float  # completion tokens per emulated second over the makespan
     prefix_hit_rate: float  # cached / prompt tokens, as the engines reported them
     makespan_s: float
     mean_tool_end_to_first_token_s: float
+    # The router's own pool waits (emulated s), when it reports them (TAO's coordinator); None otherwise.
+    p99_pool_wait_s: float | None = None
+    max_pool_wait_s: float | None = None
+    waits_over_bound: int | None = None  # requests admitted after waiting past its bound
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -52,11 +59,20 @@ def summarize(results: Sequence[SessionResult], time_scale: float, started: floa
         mean_latency_s=statistics.fmean((r.ended_at - r.started_at) * time_scale for r in results) if results else 0.0,
         mean_ttft_s=statistics.fmean(ttfts) if ttfts else 0.0,
         p95_ttft_s=ttfts[int(0.95 * (len(ttfts) - 1))] if ttfts else 0.0,
+        p99_ttft_s=ttfts[int(0.99 * (len(ttfts) - 1))] if ttfts else 0.0,
+        max_ttft_s=ttfts[-1] if ttfts else 0.0,
         decode_tok_s=sum(t.completion_tokens or 0 for t in turns) / makespan if makespan > 0 else 0.0,
         prefix_hit_rate=sum(t.cached_tokens or 0 for t in turns) / prompt if prompt else 0.0,
         makespan_s=makespan,
         mean_tool_end_to_first_token_s=statistics.fmean(gaps) if gaps else 0.0,
     )
+
+
+def failure_reasons(results: Sequence[SessionResult]) -> Counter[str]:
+    """How many failed requests (and sessions cut short) each distinct reason accounts for."""
+    reasons: Counter[str] = Counter(t.error or "failed" for r in results for t in r.turns if not t.ok)
+    reasons.update(r.error for r in results if r.error)
+    return reasons
 
 
 async def run_fleet(trace: Sequence[TraceSession], endpoints: Endpoints, workers: int, clock: ScaledClock,

@@ -2,8 +2,9 @@
 
 All faults run on one `tao` cluster in child processes (emulated replicas, coordinator with a history
 database, proxy), the harmless ones first and the destructive ones last, so one cluster start serves
-the whole campaign: malformed input, clients hanging up mid-stream, the soak, shim events while the
-coordinator is down, the coordinator killed mid-run, a replica killed mid-run. A fault script that
+the whole campaign: malformed and adversarial input, clients hanging up mid-stream, the soak, shim events while the
+coordinator is down, the proxy killed mid-stream, the scale soak (thousands of sessions, with cut
+streams and a proxy kill), the coordinator killed mid-run, a replica killed mid-run. A fault script that
 raises is reported as a failed row, and the campaign goes on.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Awaitable, Callable, Sequence
 
 from tao_harness.cli.common import format_table
-from tao_harness.fleet import faults_inputs, faults_runs
+from tao_harness.fleet import faults_edges, faults_inputs, faults_proxy, faults_runs, faults_scale
 from tao_harness.fleet.faults_cluster import ClusterSpec, FaultCluster, start_cluster
 from tao_harness.fleet.faults_common import FaultRow, FaultSettings
 from tao_harness.fleet.processes import ProcessGroup
@@ -28,9 +29,12 @@ HEADERS = ("fault", "figure", "value", "goal", "met?")
 def _scripts(settings: FaultSettings, db_path: str, scratch: Path) -> list[tuple[str, FaultScript]]:
     return [
         ("malformed input", lambda c: faults_inputs.malformed_input(c, settings)),
+        ("adversarial input", lambda c: faults_edges.adversarial_input(c, settings)),
         ("clients hang up mid-stream", lambda c: faults_runs.disconnects(c, settings)),
         ("soak", lambda c: faults_runs.soak(c, settings)),
         ("shim events, coordinator down", lambda c: faults_inputs.spooled_events(c, settings, db_path, scratch)),
+        ("proxy killed", lambda c: faults_proxy.proxy_kill(c, settings)),
+        ("scale soak", lambda c: faults_scale.scale_soak(c, settings)),
         ("coordinator killed", lambda c: faults_runs.coordinator_restart(c, settings)),
         ("replica killed", lambda c: faults_runs.replica_kill(c, settings, db_path)),
     ]

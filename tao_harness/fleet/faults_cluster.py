@@ -1,8 +1,9 @@
 """A `tao` cluster in child processes whose parts a fault script can kill and bring back.
 
 Like the `tao` router of the fleet benchmark (emulated replicas, `tao coordinator`, `tao proxy`, one
-shared emulated clock), but every process handle is kept: the coordinator can be SIGKILLed and restarted
-on the same port (the proxy keeps its URL), a replica can be SIGKILLed, and process RSS can be sampled.
+shared emulated clock), but every process handle is kept: the coordinator or the proxy can be SIGKILLed
+and restarted on the same port (the other keeps its URL), a replica can be SIGKILLed, and process RSS can
+be sampled.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import psutil
+from prometheus_client.parser import text_string_to_metric_families
 
 from tao_harness.clock import ScaledClock
 from tao_harness.coordinator.replicas import parse_vllm_metrics
@@ -47,6 +49,7 @@ class FaultCluster:
     proxy_url: str
     proxy_proc: asyncio.subprocess.Process
     _coordinator_argv: list[str] = field(default_factory=list)
+    _proxy_argv: list[str] = field(default_factory=list)
 
     @property
     def endpoints(self) -> Endpoints:
@@ -62,6 +65,15 @@ class FaultCluster:
         if url != self.coordinator_url:
             raise RuntimeError(f"coordinator came back on {url}, not {self.coordinator_url}")
 
+    async def kill_proxy(self) -> None:
+        await _kill(self.proxy_proc)
+
+    async def restart_proxy(self) -> None:
+        """Start the proxy again on its old port (a new instance: the coordinator sees a new proxy id)."""
+        self.proxy_proc, url = await self.processes.start_url_server(self._proxy_argv)
+        if url != self.proxy_url:
+            raise RuntimeError(f"proxy came back on {url}, not {self.proxy_url}")
+
     async def kill_replica(self, index: int) -> None:
         await _kill(self.replica_procs[index])
 
@@ -73,6 +85,16 @@ class FaultCluster:
             payload: dict[str, Any] = await response.json()
             return payload
 
+    async def coordinator_metrics(self, http: aiohttp.ClientSession) -> dict[str, float]:
+        """The coordinator's unlabelled Prometheus samples by name (`tao_pool_sessions`, `tao_plans_total`,
+        ...): O(1) for the coordinator, unlike `/v1/state`, which lists every session."""
+        async with http.get(self.coordinator_url + "/metrics",
+                            timeout=aiohttp.ClientTimeout(total=10)) as response:
+            response.raise_for_status()
+            text = await response.text()
+        return {sample.name: sample.value for family in text_string_to_metric_families(text)
+                for sample in family.samples if not sample.labels}
+
     async def replica_running(self, http: aiohttp.ClientSession, index: int) -> int:
         """Requests running on a replica now (its vLLM `/metrics`)."""
         async with http.get(self.replica_urls[index] + "/metrics",
@@ -83,6 +105,10 @@ class FaultCluster:
         """Resident memory of the coordinator and the proxy processes."""
         return {name: psutil.Process(proc.pid).memory_info().rss
                 for name, proc in (("coordinator", self.coordinator_proc), ("proxy", self.proxy_proc))}
+
+    def coordinator_rss(self) -> int:
+        """Resident memory of the coordinator (readable while the proxy is down)."""
+        return int(psutil.Process(self.coordinator_proc.pid).memory_info().rss)
 
 
 async def _kill(process: asyncio.subprocess.Process) -> None:
@@ -108,7 +134,8 @@ async def start_cluster(spec: ClusterSpec, processes: ProcessGroup) -> FaultClus
                         "--log-level", "WARNING"]
     coordinator_proc, coordinator_url = await processes.start_url_server([*coordinator_argv, "--port", "0"])
     port = urlsplit(coordinator_url).port
-    proxy_proc, proxy_url = await processes.start_url_server([
-        *TAO, "proxy", "--port", "0", "--coordinator", coordinator_url, *replica_flags, "--log-level", "WARNING"])
+    proxy_argv = [*TAO, "proxy", "--coordinator", coordinator_url, *replica_flags, "--log-level", "WARNING"]
+    proxy_proc, proxy_url = await processes.start_url_server([*proxy_argv, "--port", "0"])
     return FaultCluster(spec, processes, clock, replica_urls, [p for p, _ in started], coordinator_url,
-                        coordinator_proc, proxy_url, proxy_proc, [*coordinator_argv, "--port", str(port)])
+                        coordinator_proc, proxy_url, proxy_proc, [*coordinator_argv, "--port", str(port)],
+                        [*proxy_argv, "--port", str(urlsplit(proxy_url).port)])

@@ -33,6 +33,16 @@ class FaultSettings:
     soak_emulated_s: float = 60.0
     soak_turns: int = 4
     soak_tool_s: float = 0.5
+    # The scale soak (faults_scale): sessions started at once, turns each, streams cut by their clients,
+    # longest wall wait for a full pool before the proxy is killed, longest wall time for the whole run (past it: deadlock).
+    scale_sessions: int = 96
+    # First-turn prompt of each scale-soak session: large enough that they do not all fit at once.
+    scale_first_tokens: int = 3000
+    scale_turns: int = 3
+    scale_cuts: int = 8
+    scale_kill_after_s: float = 30.0
+    scale_deadline_s: float = 180.0
+    scale_rss_goal_mib: float = 128.0
     # Goals that are not zero.
     recover_goal_s: float = 3.0
     rss_goal_mib: float = 32.0
@@ -45,7 +55,9 @@ class FaultSettings:
     @staticmethod
     def full() -> FaultSettings:
         return FaultSettings(workers=32, turns=20, disconnects=32, spool_calls=200, fuzz_per_field=6,
-                             fuzz_huge_everywhere=True, soak_sessions=160, soak_emulated_s=600.0)
+                             fuzz_huge_everywhere=True, soak_sessions=160, soak_emulated_s=600.0,
+                             scale_sessions=2048, scale_cuts=128, scale_deadline_s=1200.0,
+                             scale_rss_goal_mib=512.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +79,13 @@ def zero_goal(fault: str, figure: str, value: float, detail: str = "") -> FaultR
     return FaultRow(fault, figure, value, "0", value == 0, detail)
 
 
-def agent_trace(prefix: str, sessions: int, turns: int, tool_s: float, seed: int = 0) -> list[TraceSession]:
+def agent_trace(prefix: str, sessions: int, turns: int, tool_s: float, seed: int = 0,
+                first_input_tokens: int = 600) -> list[TraceSession]:
     """Small coding-agent sessions: a shared system prompt, short turns, one tool call between turns."""
     found = []
     for index in range(sessions):
         steps = tuple(
-            TraceTurn(input_tokens=600 if k == 0 else 120 + (index * 7 + k * 13 + seed) % 60,
+            TraceTurn(input_tokens=first_input_tokens if k == 0 else 120 + (index * 7 + k * 13 + seed) % 60,
                       output_tokens=24 + (index + k) % 16,
                       tool=TraceTool("bash", "pytest -q tests/", tool_s) if k < turns - 1 else None)
             for k in range(turns))

@@ -3,7 +3,9 @@
 Each endpoint has a valid body template and the kind of each field. A case breaks the body in one way
 that no lenient parser may accept: not JSON, JSON that is not an object, a required field missing, a
 field of a type that cannot be coerced (pydantic's lax mode turns "4" into 4, so that is never used),
-a body just over the server's size limit, or a GET-only route called with POST. Every answer must be
+a body just over the server's size limit, or a GET-only route called with POST. The coordinator's fields
+also get values that are well-formed JSON but that its history store cannot hold (a 201-character or
+NUL-bearing id, 2**63, 10**400): they must be refused too, not fail in the store. Every answer must be
 4xx with a JSON body; a 5xx, a 2xx, a non-JSON body or a dropped connection is a failure.
 """
 
@@ -77,7 +79,8 @@ def endpoints() -> tuple[Endpoint, ...]:
         Endpoint("coordinator", "/v1/admit",
                  {"session": "fuzz-s", "request_id": "fuzz-r", "prompt_tokens_estimate": 10, "wait_s": 0.1},
                  (("session", "str"), ("request_id", "str"), ("prompt_tokens_estimate", "int"),
-                  ("wait_s", "num"), ("exclude", "list")), ("session", "request_id")),
+                  ("wait_s", "num"), ("exclude", "list"), ("prefix_group", "str"), ("shared_tokens_estimate", "int")),
+                 ("session", "request_id")),
         Endpoint("coordinator", "/v1/requests/done", {"session": "fuzz-s", "request_id": "fuzz-r", "status": "ok"},
                  (("session", "str"), ("request_id", "str"), ("status", "str"), ("prompt_tokens", "int"),
                   ("ttft_s", "num")), ("session", "request_id", "status")),
@@ -115,6 +118,10 @@ def _wrong_value(kind: Kind, rng: random.Random) -> Any:
     return rng.choice(choices[kind])
 
 
+# Values of the right JSON type that no column of the history store can take (tao_harness.store.limits).
+_UNSTORABLE: dict[Kind, tuple[Any, ...]] = {"str": ("x" * 201, "a\x00b"), "int": (2**63, 10**400), "num": (10**400,)}
+
+
 def cases(endpoint: Endpoint, rng: random.Random, per_field: int = 2, huge: bool = True) -> list[FuzzCase]:
     """The malformed requests for one endpoint; deterministic in `rng`'s seed."""
     if endpoint.template is None:
@@ -133,6 +140,9 @@ def cases(endpoint: Endpoint, rng: random.Random, per_field: int = 2, huge: bool
     for name, kind in endpoint.fields:
         for _ in range(per_field):
             value = _wrong_value(kind, rng)
+            body = endpoint.template | {name: value}
+            found.append(FuzzCase(endpoint, f"{name}={json.dumps(value)[:40]}", json.dumps(body).encode()))
+        for value in _UNSTORABLE.get(kind, ()) if endpoint.server == "coordinator" else ():
             body = endpoint.template | {name: value}
             found.append(FuzzCase(endpoint, f"{name}={json.dumps(value)[:40]}", json.dumps(body).encode()))
     if huge:

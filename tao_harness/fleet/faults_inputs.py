@@ -32,8 +32,8 @@ class _Relay:
         self.spool = SpoolWriter(spool_dir)
         self.forwarder = Forwarder(poster, self.spool, batch_max=500, retry_s=0.3)
         info = SessionInfo(SPOOL_SESSION, "fleet", {}, cluster.clock.now())
-        self.app = build_relay_app(RelayState(self.forwarder, info, ClaudeHookTranslator(SPOOL_SESSION),
-                                              clock=cluster.clock.now))
+        self.state = RelayState(self.forwarder, info, ClaudeHookTranslator(SPOOL_SESSION), clock=cluster.clock.now)
+        self.app = build_relay_app(self.state)
         self.url = ""
         self._runner = web.AppRunner(self.app, access_log=None)
 
@@ -43,7 +43,7 @@ class _Relay:
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
         host, port = self._runner.addresses[0][:2]
-        self.url = f"http://{host}:{port}"
+        self.url = f"http://{host}:{port}{self.state.prefix}"
         return self
 
     async def __aexit__(self, *exc: object) -> None:

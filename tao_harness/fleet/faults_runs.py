@@ -62,7 +62,8 @@ async def coordinator_restart(cluster: FaultCluster, settings: FaultSettings) ->
 
 
 def _requests_on(db_path: str, replica: str, before: float, prefix: str) -> set[str]:
-    """Sessions named `prefix*` with a finished request on `replica` started before `before` (wall clock)."""
+    """Sessions named `prefix*` with a finished request on `replica` started before `before` (on the
+    cluster's clock, which the store's times are on)."""
     pattern = prefix.replace("_", "") + "%"
     with sqlite3.connect(db_path) as db:
         rows = db.execute("select distinct session_id from llm_requests where status = 'ok' and replica = ? "
@@ -92,7 +93,7 @@ async def replica_kill(cluster: FaultCluster, settings: FaultSettings, db_path: 
     cut = sum(1 for r in results if r.session in held for t in r.turns
               if t.started_at <= killed_at <= t.started_at + t.latency_s / scale)
     await asyncio.sleep(1.0)  # reports are in the store (its writer flushes every 0.2 s)
-    on_r0 = await asyncio.to_thread(_requests_on, db_path, "r0", killed_at, "rkill-")
+    on_r0 = await asyncio.to_thread(_requests_on, db_path, "r0", cluster.clock.at(killed_at), "rkill-")
     # r0 is dead after the kill, so a later request that succeeded was served by another replica.
     went_on = {r.session for r in results if any(t.ok and t.started_at > killed_at for t in r.turns)}
     replaced = len(on_r0 & went_on)
@@ -107,11 +108,13 @@ async def replica_kill(cluster: FaultCluster, settings: FaultSettings, db_path: 
     ]
 
 
-async def _hang_up(http: aiohttp.ClientSession, proxy_url: str, session: str) -> bool:
-    """A streaming request abandoned after its first chunk; True if a chunk came."""
+async def hang_up(http: aiohttp.ClientSession, proxy_url: str, session: str) -> bool:
+    """A streaming request abandoned after its first chunk; True if a chunk came. It waits for its admission
+    as an agent does, however long the pool is (the fault script's deadline bounds the run)."""
     body = {"model": "m", "stream": True, "max_tokens": 400, "ignore_eos": True,
             "messages": [{"role": "user", "content": filler_text(800, hash(session) % 97)}]}
-    async with http.post(proxy_url + "/v1/chat/completions", json=body, headers={"x-session-id": session}) as response:
+    async with http.post(proxy_url + "/v1/chat/completions", json=body, headers={"x-session-id": session},
+                         timeout=aiohttp.ClientTimeout(total=None, sock_connect=10)) as response:
         chunk = await response.content.readany()
         response.close()  # drops the connection mid-stream
         return bool(chunk)
@@ -127,7 +130,7 @@ async def disconnects(cluster: FaultCluster, settings: FaultSettings) -> list[Fa
     async with aiohttp.ClientSession() as http:
         fleet = asyncio.create_task(run_fleet(trace, cluster.endpoints, settings.workers, cluster.clock))
         await asyncio.sleep(settings.kill_after_s / 2)
-        got = await asyncio.gather(*(_hang_up(http, cluster.proxy_url, f"hangup-{i}")
+        got = await asyncio.gather(*(hang_up(http, cluster.proxy_url, f"hangup-{i}")
                                      for i in range(settings.disconnects)))
         await fleet
 

@@ -1,11 +1,15 @@
-"""Plots of a live fleet benchmark: TTFT CDF and in-flight requests over time, one line per router."""
+"""Plots of a live fleet benchmark, one line per router: TTFT CDF, in-flight requests over time, and the
+CDF of pool waits as the routers that report them (TAO's coordinator) measured them."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from tao_harness.fleet.session import SessionResult
+
+if TYPE_CHECKING:
+    from tao_harness.fleet.bench import RunRecord
 
 
 def in_flight(results: Sequence[SessionResult], time_scale: float) -> tuple[list[float], list[int]]:
@@ -24,13 +28,18 @@ def in_flight(results: Sequence[SessionResult], time_scale: float) -> tuple[list
     return times, counts
 
 
-def write_plots(runs: dict[str, list[SessionResult]], time_scale: float, out: Path, title: str) -> list[Path]:
+def write_plots(records: Sequence[RunRecord], time_scale: float, out: Path, title: str) -> list[Path]:
+    """One run per router (the caller picks which) into `out`; returns the files written."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    paths = []
+    from tao_harness.sim.report_plots import cdf_plot
+
+    runs = {r.router: r.results for r in records}
+    paths = [cdf_plot(plt, [(r.router, r.pool_waits) for r in records if r.pool_waits], "pool wait (emulated s)",
+                      f"Pool wait CDF — {title}", out / "wait_cdf.png")]
     figure, axis = plt.subplots(figsize=(7, 4))
     for router, results in runs.items():
         ttfts = sorted(t.ttft_s for r in results for t in r.turns if t.ttft_s is not None)

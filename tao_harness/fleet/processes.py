@@ -7,6 +7,7 @@ Every child is stopped (terminate, then kill) when the `ProcessGroup` closes, ev
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import re
 import signal
@@ -36,7 +37,7 @@ class ProcessError(RuntimeError):
 class ProcessGroup:
     processes: list[asyncio.subprocess.Process] = field(default_factory=list)
 
-    async def start_url_server(self, argv: list[str], timeout_s: float = 30.0) -> tuple[asyncio.subprocess.Process, str]:
+    async def start_url_server(self, argv: list[str], timeout_s: float = 120.0) -> tuple[asyncio.subprocess.Process, str]:
         """Start `argv` and wait for the first line on stdout that holds a URL."""
         process = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
                                                        stderr=asyncio.subprocess.STDOUT,
@@ -98,7 +99,8 @@ class ProcessGroup:
             try:
                 await asyncio.wait_for(process.wait(), 5)
             except TimeoutError:
-                process.kill()
+                with contextlib.suppress(ProcessLookupError):  # it exited between the wait and the kill
+                    process.kill()
                 await process.wait()
         self.processes.clear()
 

@@ -17,6 +17,7 @@ import itertools
 import json
 import time
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,12 @@ class Endpoints:
     llm_urls: tuple[str, ...]
     # Coordinator root for tool events and session end; None for routers that take none.
     events_url: str | None = None
+    # Transport failures (connection refused or cut) a turn retries, a second apart, as harnesses do.
+    retries: int = 0
+    # When a list: wall seconds each tool event took to be accepted (a failed delivery counts as inf),
+    # and why deliveries failed ("HTTP 503", "ServerTimeoutError", ...).
+    event_latencies: list[float] | None = None
+    event_failures: Counter[str] = field(default_factory=Counter)
     _turn: itertools.count = field(default_factory=itertools.count, repr=False)
 
     def next_llm_url(self) -> str:
@@ -50,6 +57,8 @@ class TurnResult:
     # Emulated seconds from the end of the previous tool call to this turn's first token.
     tool_end_to_first_token_s: float | None
     ok: bool
+    # Why the request failed, as the server said it (None when ok).
+    error: str | None = None
 
 
 @dataclass
@@ -59,17 +68,26 @@ class SessionResult:
     ended_at: float = 0.0
     turns: list[TurnResult] = field(default_factory=list)
     error: str | None = None
+    # Attempts that failed on the transport and were sent again (Endpoints.retries).
+    retries: int = 0
 
 
 async def _post_event(http: aiohttp.ClientSession, endpoints: Endpoints, event: dict[str, Any]) -> None:
     if endpoints.events_url is None:
         return
+    started, took = time.monotonic(), float("inf")
     try:
         async with http.post(endpoints.events_url + "/v1/events", json=event,
                              timeout=aiohttp.ClientTimeout(total=5)) as response:
             await response.read()
-    except (aiohttp.ClientError, TimeoutError):
-        pass  # telemetry fails open, as the shims do
+            if response.status < 400:
+                took = time.monotonic() - started
+            else:
+                endpoints.event_failures[f"HTTP {response.status}"] += 1
+    except (aiohttp.ClientError, TimeoutError) as exc:  # telemetry fails open, as the shims do
+        endpoints.event_failures[type(exc).__name__] += 1
+    if endpoints.event_latencies is not None:
+        endpoints.event_latencies.append(took)
 
 
 async def _turn(http: aiohttp.ClientSession, endpoints: Endpoints, session: str,
@@ -83,13 +101,14 @@ async def _turn(http: aiohttp.ClientSession, endpoints: Endpoints, session: str,
     first: float | None = None
     text: list[str] = []
     async with http.post(endpoints.next_llm_url() + "/v1/chat/completions", json=body, headers=headers) as response:
-        ok = response.status == 200
+        status = response.status
         async for chunk in response.content.iter_any():
             if tracker.feed(chunk) and first is None:
                 first = time.monotonic()
             text.append(chunk.decode("utf-8", "replace"))
     usage = tracker.finish()
     done = time.monotonic()
+    error = _refusal(status, "".join(text)) if status != 200 else tracker.error
     return TurnResult(
         started_at=started_wall,
         ttft_s=(first - started) * time_scale if first is not None else None,
@@ -98,8 +117,19 @@ async def _turn(http: aiohttp.ClientSession, endpoints: Endpoints, session: str,
         completion_tokens=usage.completion_tokens,
         tool_end_to_first_token_s=(first - tool_ended_at) * time_scale
         if first is not None and tool_ended_at is not None else None,
-        ok=ok and tracker.error is None,
+        ok=error is None, error=error,
     ), _content_of("".join(text))
+
+
+def _refusal(status: int, body: str) -> str:
+    """`HTTP 400: <the server's message>` from an error answer (JSON `{"error": {"message"}}` or text)."""
+    try:
+        error = json.loads(body).get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+    except (ValueError, AttributeError):
+        message = None
+    text = str(message) if message else (body.strip().splitlines() or ["(no body)"])[0]
+    return f"HTTP {status}: {text[:300]}"
 
 
 def _content_of(sse: str) -> str:
@@ -130,23 +160,34 @@ async def replay_session(http: aiohttp.ClientSession, endpoints: Endpoints, trac
         for index, turn in enumerate(trace.turns):
             if index > 0:
                 messages.append({"role": "user", "content": filler_text(turn.input_tokens, index)})
-            outcome, reply = await _turn(http, endpoints, trace.session, messages, turn.output_tokens,
-                                         time_scale, tool_ended_at)
+            for attempt in range(endpoints.retries + 1):
+                try:
+                    outcome, reply = await _turn(http, endpoints, trace.session, messages, turn.output_tokens,
+                                                 time_scale, tool_ended_at)
+                    break
+                except (aiohttp.ClientError, TimeoutError):
+                    if attempt == endpoints.retries:
+                        raise
+                    result.retries += 1
+                    await asyncio.sleep(1.0)
             result.turns.append(outcome)
             messages.append({"role": "assistant", "content": reply})
             if turn.tool is None:
                 continue
             call_id = f"{trace.session}-t{index}"
-            await _post_event(http, endpoints, {
+            # The tool runs while its start event travels, as behind a harness's relay; one clock reading
+            # per event, so the reported duration is exactly end minus start.
+            started = clock.now()
+            announced = asyncio.create_task(_post_event(http, endpoints, {
                 "type": "tool_start", "session": trace.session, "call_id": call_id, "tool_name": turn.tool.name,
                 "command": turn.tool.command, "args": dict(turn.tool.args or {}),
-                "harness": "fleet", "at": clock.now()})
-            started = clock.now()
+                "harness": "fleet", "at": started}))
             await asyncio.sleep(turn.tool.duration_s / time_scale)
-            tool_ended_at = time.monotonic()
+            tool_ended_at, ended = time.monotonic(), clock.now()
+            await announced  # the start is delivered before the end
             await _post_event(http, endpoints, {
-                "type": "tool_end", "session": trace.session, "call_id": call_id, "at": clock.now(),
-                "duration_s": clock.now() - started})
+                "type": "tool_end", "session": trace.session, "call_id": call_id, "at": ended,
+                "duration_s": ended - started})
     except (aiohttp.ClientError, TimeoutError) as exc:
         result.error = f"{type(exc).__name__}: {exc}"
     finally:

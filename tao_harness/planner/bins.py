@@ -9,8 +9,8 @@ moving a session that fits into that room never lowers the value, so some optimu
 Small rooms hold few sessions, so their branching is narrow, and once they are fixed the large rooms
 left are nearly free of the fragmentation the bound cannot see.
 
-Exact within its node limit (nested-bound evaluations); past it the best placement found is returned
-unproven, and the caller goes on to the DP.
+Exact within its node limit (nested-bound evaluations) and deadline; past either the best placement found
+is returned unproven, and the caller goes on to the DP.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tao_harness.planner.certificate import INT64_BITS, best_fit, subset_sum_split
+from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.nested import NestedBound, Prefix, nested_bound, nested_prefix, nested_value
 from tao_harness.planner.problem import Packer, Problem, total_value
 from tao_harness.planner.ready_cap import ReadyCap, SearchLimit
@@ -35,7 +36,8 @@ class BranchResult:
 
 
 def solve_residual(
-    problem: Problem, packer: Packer, incumbent: dict[int, int], cap: ReadyCap | None, node_limit: int
+    problem: Problem, packer: Packer, incumbent: dict[int, int], cap: ReadyCap | None, node_limit: int,
+    deadline: Deadline | None = None,
 ) -> BranchResult:
     """Search the residual `problem` (every session worth the same on every node) from `incumbent`.
 
@@ -57,7 +59,7 @@ def solve_residual(
     value = total_value(problem, packer, incumbent)
     if value >= limit:
         return BranchResult(incumbent, True, 1)
-    search = _Search(size, gain, value, node_limit)
+    search = _Search(size, gain, value, node_limit, deadline)
     try:
         search.visit(_Node(items, dict(enumerate(rooms)), 0, {}, prefix), root)
     except SearchLimit:
@@ -80,15 +82,17 @@ class _Search:
     """Depth first. A node's children come with a cheap bound and are entered in its order while it can
     still beat the best; entering one bounds it for real (its value first, its choice only if needed)."""
 
-    def __init__(self, size: list[int], gain: list[int], incumbent: int, node_limit: int) -> None:
-        self.size, self.gain, self.node_limit = size, gain, node_limit
+    def __init__(
+        self, size: list[int], gain: list[int], incumbent: int, node_limit: int, deadline: Deadline | None
+    ) -> None:
+        self.size, self.gain, self.node_limit, self.deadline = size, gain, node_limit, deadline
         self.best = incumbent  # the value to beat
         self.found: dict[int, int] | None = None  # the best placement worth more than the incumbent
         self.nodes = 0
 
     def count_node(self) -> None:
         self.nodes += 1
-        if self.nodes > self.node_limit:
+        if self.nodes > self.node_limit or (self.deadline is not None and self.deadline.passed()):
             raise SearchLimit
 
     def visit(self, node: _Node, bound: NestedBound | None = None) -> None:

@@ -22,6 +22,7 @@ residual (branch and bound, then the exact DP).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 
@@ -55,7 +56,7 @@ def surrogate_knapsack(items: list[int], size: list[int], gain: list[int], capac
     return chosen
 
 
-def _fullest_fills(items: list[int], size: list[int], rooms: list[int]) -> list[int]:
+def fullest_fills(items: list[int], size: list[int], rooms: list[int]) -> list[int]:
     """Per room, the largest total ≤ room that some subset of `items` reaches (a valid, tighter room)."""
     top = max(rooms, default=0)
     mask = (1 << (top + 1)) - 1
@@ -88,13 +89,18 @@ def subset_sum_split(
     return placement, left
 
 
-def best_fit(items: list[int], size: list[int], rooms: list[int]) -> tuple[dict[int, int], list[int]]:
-    """Largest first into the tightest room that holds it; returns placement and the items left over."""
+def best_fit(
+    items: list[int], size: list[int], rooms: list[int], allowed: Mapping[int, list[int]] | None = None,
+    largest_first: bool = True,
+) -> tuple[dict[int, int], list[int]]:
+    """Largest first (or in the given order) into the tightest room that holds it, among `allowed[i]`
+    when given; returns placement and the items left over."""
     left = list(rooms)
+    everywhere = range(len(left))
     placement: dict[int, int] = {}
     unplaced = []
-    for i in sorted(items, key=lambda i: (-size[i], i)):
-        fits = [b for b in range(len(left)) if left[b] >= size[i]]
+    for i in sorted(items, key=lambda i: (-size[i], i)) if largest_first else items:
+        fits = [b for b in (everywhere if allowed is None else allowed[i]) if left[b] >= size[i]]
         if not fits:
             unplaced.append(i)
             continue
@@ -157,7 +163,7 @@ def certified_placement(
         rooms[b] -= size[i]
     rest = [i for i in range(problem.n) if i not in forced and size[i] <= max(rooms, default=0)]
     gain = [packer.pack((0, row[0][1], row[0][2])) for row in problem.values]  # type: ignore[index]
-    chosen_rest = surrogate_knapsack(rest, size, gain, sum(_fullest_fills(rest, size, rooms)))
+    chosen_rest = surrogate_knapsack(rest, size, gain, sum(fullest_fills(rest, size, rooms)))
     split, left = subset_sum_split(chosen_rest, size, rooms)
     if left:
         split, left = best_fit(chosen_rest, size, rooms)

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.problem import Packer, Problem
 
 _INT64_SAFE = 1 << 62
@@ -50,13 +51,15 @@ def _node_classes(problem: Problem, order: list[int]) -> list[tuple[int, ...]]:
 
 
 def exact_dp(
-    problem: Problem, packer: Packer, budget: int, incumbent: int = 0, ready_cap: int | None = None
+    problem: Problem, packer: Packer, budget: int, incumbent: int = 0, ready_cap: int | None = None,
+    deadline: Deadline | None = None,
 ) -> tuple[dict[int, int] | None, int]:
     """Optimal placement strictly better than `incumbent` (None if none exists), and states created.
 
     `ready_cap` is a proven bound on R (planner/ready_cap.py), usable when no session has credit: the
     bound's R field is then capped and its (T, N) part bounded by a knapsack that ignores r.
-    Raises `BudgetExceeded` past `budget` states, or when growth projects past it (`_projected_past`).
+    Raises `BudgetExceeded` past `budget` states, when growth projects past it (`_projected_past`), or
+    past `deadline` (checked every few hundred states).
     """
     candidates = [
         i for i in range(problem.n)
@@ -97,7 +100,9 @@ def exact_dp(
             elif value > old[0]:
                 nxt[k] = (value, caps, link)
 
-        for value, caps, link in states.values():
+        for seen, (value, caps, link) in enumerate(states.values()):
+            if deadline is not None and seen % 256 == 0 and deadline.passed():
+                raise BudgetExceeded(created + len(nxt), late=True)
             put(value, caps, link)
             tried: set[tuple[int, int]] = set()
             for b, gain in enumerate(packed[i]):
@@ -212,10 +217,11 @@ def _suffix_bounds(problem: Problem, order: list[int], packed: list[list[int | N
 
 
 class BudgetExceeded(Exception):
-    """The DP created more states than its budget allows, or was about to (`projected`)."""
+    """The DP created more states than its budget allows, was about to (`projected`), or ran out of time."""
 
-    def __init__(self, states: int, projected: bool = False) -> None:
-        verb = "was projected to exceed" if projected else "exceeded"
-        super().__init__(f"DP {verb} its state budget after {states} states")
+    def __init__(self, states: int, projected: bool = False, late: bool = False) -> None:
+        what = "ran past its deadline" if late else \
+            "was projected to exceed its state budget" if projected else "exceeded its state budget"
+        super().__init__(f"DP {what} after {states} states")
         self.states = states
         self.projected = projected

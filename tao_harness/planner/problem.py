@@ -119,7 +119,8 @@ class Solution:
     placement: Mapping[int, int]  # i -> b for the admitted sessions
     solver: str  # "dp" when proven optimal, "bfd" for best-fit-decreasing
     states: int = 0  # search effort: DP states created plus branch-and-bound nodes (0: certificate alone)
-    fallback: bool = False  # the exact search ran out of its state budget
+    fallback: bool = False  # the exact search ran out of its state budget or deadline
+    bound: tuple[int, int, int, int] | None = None  # ≥ (K, R, T, N) of every placement, lexicographically
 
 
 def total_value(problem: Problem, packer: Packer, placement: Mapping[int, int]) -> int:
@@ -129,6 +130,16 @@ def total_value(problem: Problem, packer: Packer, placement: Mapping[int, int]) 
         assert value is not None, "placement on an ineligible node"
         total += packer.pack(value)
     return total
+
+
+def objective(problem: Problem, placement: Mapping[int, int]) -> tuple[int, int, int, int]:
+    """(K, R, T, N) of `placement`."""
+    totals = [0, 0, 0]
+    for i, b in placement.items():
+        value = problem.values[i][b]
+        assert value is not None, "placement on an ineligible node"
+        totals = [a + v for a, v in zip(totals, value)]
+    return (totals[0], totals[1], totals[2], len(placement))
 
 
 def is_feasible(problem: Problem, placement: Mapping[int, int]) -> bool:

@@ -8,16 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tao_harness.planner.problem import Problem
+from tao_harness.planner.problem import Problem, objective
 
-
-def objective(problem: Problem, placement: dict[int, int]) -> tuple[int, int, int, int]:
-    totals = [0, 0, 0]
-    for i, b in placement.items():
-        value = problem.values[i][b]
-        assert value is not None
-        totals = [a + v for a, v in zip(totals, value)]
-    return (totals[0], totals[1], totals[2], len(placement))
+__all__ = ["brute_force", "milp_lexicographic", "objective"]
 
 
 def brute_force(problem: Problem) -> tuple[int, int, int, int]:
@@ -41,13 +34,18 @@ def brute_force(problem: Problem) -> tuple[int, int, int, int]:
     return visit(0)
 
 
-def milp_lexicographic(problem: Problem, time_limit_s: float = 60.0) -> tuple[int, int, int, int]:
-    """Lexicographic optimum by four MILPs (HiGHS): maximize K, fix it, then R, T, N."""
+def milp_lexicographic(
+    problem: Problem, time_limit_s: float = 60.0, levels: int = 4
+) -> tuple[int, ...]:
+    """Lexicographic optimum by four MILPs (HiGHS): maximize K, fix it, then R, T, N.
+
+    `levels` < 4 stops early: (K,) alone, (K, R), ... Raises RuntimeError unless HiGHS proved each
+    level optimal within `time_limit_s`."""
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     pairs = [(i, b) for i in range(problem.n) for b in range(problem.m) if problem.values[i][b] is not None]
     if not pairs:
-        return (0, 0, 0, 0)
+        return (0, 0, 0, 0)[:levels]
     count = len(pairs)
     rows, bounds_hi = [], []
     for i in range(problem.n):  # each session on at most one node
@@ -60,12 +58,12 @@ def milp_lexicographic(problem: Problem, time_limit_s: float = 60.0) -> tuple[in
     columns = [[float(problem.values[i][b][c]) for i, b in pairs] for c in range(3)]  # type: ignore[index]
     columns.append([1.0] * count)
     achieved = []
-    for column in columns:
+    for column in columns[:levels]:
         result = milp(-np.array(column), constraints=constraints, integrality=np.ones(count),
                       bounds=Bounds(0, 1), options={"time_limit": time_limit_s})
-        if result.x is None:
+        if result.x is None or result.status != 0:
             raise RuntimeError(f"MILP failed: {result.message}")
         value = int(round(float(np.dot(column, np.round(result.x)))))
         achieved.append(value)
         constraints.append(LinearConstraint(np.array([column]), value - 0.5, np.inf))
-    return (achieved[0], achieved[1], achieved[2], achieved[3])
+    return tuple(achieved)

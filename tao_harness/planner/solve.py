@@ -1,4 +1,5 @@
-"""The TAO planner entry point: exact lexicographic optimum of the discretized admission problem.
+"""The TAO planner entry point: the lexicographic optimum of the discretized admission problem, or,
+when its deadline passes first, the best plan found with a certified bound (`Solution.bound`).
 
 Cheapest proof first: the decomposition certificate (planner/certificate.py) settles the usual
 snapshot with a few 1-D knapsacks. It is computed for each K-optimal placement of the credited sessions
@@ -8,23 +9,35 @@ the most ready sessions any plan admits, is settled by packing the smallest read
 (planner/ready_cap.py) and seeds the incumbent; then a bin-completion branch and bound under the nested
 bound (planner/bins.py, planner/nested.py) settles nearly all residuals within a small node limit: a
 short search first, then, with its best placement repaired room by room (planner/improve.py), the rest
-of the limit. What it leaves goes to the capacity-state DP (planner/dp.py), which also solves the whole
-problem when the certificate does not apply. Past the DP's state budget, or once its growth projects
-past it, the incumbent is returned with `fallback=True` (solver "bfd", or "split" when it came from the
-certificate's residual). Pure function of the `Problem`; no I/O.
+of the limit. What it leaves goes to the capacity-state DP (planner/dp.py).
+
+Every other snapshot (credit on several nodes, eligibility subsets, credits tied more ways than a few)
+takes the general path: the Lagrangian K level (planner/lagrange.py) proves a bound K̄ and finds a
+K-placement, usually K-optimal; the rest of the sessions are packed around it as above (or, with
+eligibility subsets, by the DP on the residual from a repaired best-fit incumbent), and the whole
+problem's DP, from that incumbent, gets what is left of the deadline (it settles small problems).
+
+Every solution carries a lexicographic upper bound (planner/bound.py): equal to its objective when it is
+proven optimal, else K̄ and the surrogate bound on (R, T, N), so its proven gap is explicit. Past the
+DP's state budget or the deadline, the best incumbent is returned with `fallback=True`. Pure function of
+the `Problem` (the deadline only stops the search early); no I/O.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
+from tao_harness.planner.around import pack_around
 from tao_harness.planner.bfd import best_fit_decreasing
 from tao_harness.planner.bins import solve_residual
+from tao_harness.planner.bound import lexicographic_bound
 from tao_harness.planner.certificate import Certificate, best_fit, certified_placement, residual_problem
 from tao_harness.planner.credit import k_optimal_options
+from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.dp import BudgetExceeded, exact_dp
 from tao_harness.planner.improve import improve
-from tao_harness.planner.problem import Packer, Problem, Solution, total_value
+from tao_harness.planner.lagrange import k_level
+from tao_harness.planner.problem import Packer, Problem, Solution, objective, total_value
 from tao_harness.planner.ready_cap import max_ready
 from tao_harness.planner.spread import spread
 
@@ -33,53 +46,92 @@ Method = Literal["dp", "bfd"]
 _TIE_OPTIONS = 4  # K-optimal options (credit ties) finished one by one before the DP takes the whole
 _BRANCH_NODES = 80  # nested bounds the residual's branch and bound may evaluate (~0.2 ms each)
 _QUICK_NODES = 16  # of which the first search, before the incumbent is repaired (enough for most)
+_K_SHARE = 0.85  # of the deadline, for the K level on the general path (K comes first)
+_REST_SHARE = 0.3  # of the time left, for the search of (R, T, N) once K is settled: K is what matters most,
+# and past a few milliseconds that search rarely finishes on large problems (the plan keeps its proven gap)
+_REST_S = 0.003  # and at most this, whatever the deadline
+_WHOLE_DP_SESSIONS = 30  # the general path's last try, the whole problem's DP, only up to this many
 
 
-def solve(problem: Problem, *, state_budget: int, method: Method = "dp") -> Solution:
-    """Best placement of `problem`'s sessions; `method="bfd"` skips the exact search.
+def solve(
+    problem: Problem, *, state_budget: int, method: Method = "dp", deadline: Deadline | None = None
+) -> Solution:
+    """Best placement of `problem`'s sessions; `method="bfd"` skips the exact search. `deadline`
+    stops the search: the best placement found is returned, unproven.
 
     Among equally valued placements the one spreading credit-less sessions over the nodes is returned.
     """
     packer = Packer.for_problem(problem)
-    if method == "bfd" or problem.n == 0 or problem.m == 0:
+    if problem.n == 0 or problem.m == 0:
+        return Solution(placement={}, solver="dp", bound=(0, 0, 0, 0))
+    if method == "bfd":
         return best_fit_decreasing(problem, packer)
-    solution = _solve_exact(problem, packer, state_budget)
+    solution = _solve_exact(problem, packer, state_budget, deadline)
     return Solution(placement=spread(problem, dict(solution.placement)), solver=solution.solver,
-                    states=solution.states, fallback=solution.fallback)
+                    states=solution.states, fallback=solution.fallback, bound=solution.bound)
 
 
-def _solve_exact(problem: Problem, packer: Packer, state_budget: int) -> Solution:
+def _solve_exact(problem: Problem, packer: Packer, state_budget: int, deadline: Deadline | None) -> Solution:
     options = k_optimal_options(problem, _TIE_OPTIONS) or []
     certificates = [c for c in (certified_placement(problem, packer, forced) for forced in options) if c]
     if not certificates or len(certificates) < len(options):
-        return _solve_by_dp(problem, packer, state_budget)
+        return _solve_general(problem, packer, state_budget, deadline)
     # every optimal plan holds one of the K-optimal options: the best of the options' optima is optimal
-    solutions = [_solve_certified(problem, c, state_budget) for c in certificates]
+    rest = None if deadline is None else deadline.share(_REST_SHARE, _REST_S)
+    solutions = [_solve_certified(problem, c, state_budget, rest) for c in certificates]
     best = max(solutions, key=lambda s: total_value(problem, packer, s.placement))
+    states = sum(s.states for s in solutions)
     if not any(s.fallback for s in solutions):
-        return Solution(best.placement, best.solver, states=sum(s.states for s in solutions))
-    return Solution(best.placement, "split" if best.solver == "dp" else best.solver,
-                    states=sum(s.states for s in solutions), fallback=True)
+        return Solution(best.placement, best.solver, states=states, bound=objective(problem, best.placement))
+    k_star = objective(problem, options[0])[0]
+    return Solution(best.placement, "split" if best.solver == "dp" else best.solver, states=states,
+                    fallback=True, bound=lexicographic_bound(problem, packer, k_star))
 
 
-def _solve_by_dp(problem: Problem, packer: Packer, state_budget: int) -> Solution:
-    """The whole problem by the DP, from the repaired best-fit-decreasing placement."""
-    incumbent = improve(problem, packer, best_fit_decreasing(problem, packer).placement)
+def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline: Deadline | None) -> Solution:
+    """The Lagrangian K level, the rest packed around it, then (small problems) the whole DP."""
+    level = k_level(problem, None if deadline is None else deadline.share(_K_SHARE))
+    rest = None if deadline is None else deadline.share(_REST_SHARE, _REST_S)
+    placement, states = _complete(problem, packer, level.placement, state_budget, rest)
+    bound = lexicographic_bound(problem, packer, level.bound)
+    if objective(problem, placement) == bound:
+        return Solution(placement, "dp", states=states, bound=bound)
+    if problem.n > _WHOLE_DP_SESSIONS:
+        return Solution(placement, "lagrange", states=states, fallback=True, bound=bound)
     try:
-        better, states = exact_dp(problem, packer, state_budget, total_value(problem, packer, incumbent))
+        better, more = exact_dp(problem, packer, state_budget, total_value(problem, packer, placement),
+                                deadline=deadline)
     except BudgetExceeded as exc:
-        return Solution(placement=incumbent, solver="bfd", states=exc.states, fallback=True)
-    return Solution(placement=incumbent if better is None else better, solver="dp", states=states)
+        return Solution(placement, "lagrange", states=states + exc.states, fallback=True, bound=bound)
+    solved = placement if better is None else better
+    return Solution(solved, "dp", states=states + more, bound=objective(problem, solved))
 
 
-def _solve_certified(problem: Problem, certificate: Certificate, state_budget: int) -> Solution:
+def _complete(
+    problem: Problem, packer: Packer, forced: dict[int, int], state_budget: int, deadline: Deadline | None
+) -> tuple[dict[int, int], int]:
+    """`forced` plus the other sessions, packed as well as the deadline allows; and the search effort."""
+    if all(None not in row for row in problem.values):
+        certificate = certified_placement(problem, packer, forced)
+        if certificate is not None:
+            solution = _solve_certified(problem, certificate, state_budget, deadline)
+            return dict(solution.placement), solution.states
+    placement, reached = pack_around(problem, packer, forced)
+    return (placement if reached else improve(problem, packer, placement, passes=1, deadline=deadline)), 0
+
+
+def _solve_certified(
+    problem: Problem, certificate: Certificate, state_budget: int, deadline: Deadline | None
+) -> Solution:
     """The best plan holding `certificate.forced`: the certificate's, or the residual finished."""
     if certificate.proven:
         return Solution(placement=certificate.placement, solver="dp")
-    return _solve_residual(problem, certificate, state_budget)
+    return _solve_residual(problem, certificate, state_budget, deadline)
 
 
-def _solve_residual(problem: Problem, certificate: Certificate, state_budget: int) -> Solution:
+def _solve_residual(
+    problem: Problem, certificate: Certificate, state_budget: int, deadline: Deadline | None
+) -> Solution:
     """What the certificate left open (the sessions outside its forced K-optimal placements): branch
     and bound, then the DP; the certificate's placement is the first incumbent."""
     sub, back = residual_problem(problem, certificate.forced)
@@ -92,19 +144,22 @@ def _solve_residual(problem: Problem, certificate: Certificate, state_budget: in
         if total_value(sub, sub_packer, seeded) > total_value(sub, sub_packer, sub_incumbent):
             sub_incumbent = seeded
     # a short search settles most residuals; the rest get the repaired incumbent (it prunes more)
-    searched = solve_residual(sub, sub_packer, sub_incumbent, cap, _QUICK_NODES)
+    searched = solve_residual(sub, sub_packer, sub_incumbent, cap, _QUICK_NODES, deadline)
     nodes = searched.nodes
     if not searched.proven:
-        sub_incumbent = improve(sub, sub_packer, searched.placement)
-        searched = solve_residual(sub, sub_packer, sub_incumbent, cap, _BRANCH_NODES - nodes)
+        sub_incumbent = improve(sub, sub_packer, searched.placement, deadline=deadline)
+        searched = solve_residual(sub, sub_packer, sub_incumbent, cap, _BRANCH_NODES - nodes, deadline)
         nodes += searched.nodes
     if searched.proven:
         return Solution(placement=_lift(certificate, back, searched.placement), solver="dp", states=nodes)
     if searched.placement != sub_incumbent:  # else it is the repaired incumbent already
-        sub_incumbent = improve(sub, sub_packer, searched.placement)
+        sub_incumbent = improve(sub, sub_packer, searched.placement, deadline=deadline)
+    if deadline is not None and deadline.passed():  # the DP's set-up alone would overrun it
+        return Solution(placement=_lift(certificate, back, sub_incumbent), solver="split", states=nodes,
+                        fallback=True)
     try:
         better, states = exact_dp(sub, sub_packer, state_budget, total_value(sub, sub_packer, sub_incumbent),
-                                  ready_cap=None if cap is None else cap.count)
+                                  ready_cap=None if cap is None else cap.count, deadline=deadline)
     except BudgetExceeded as exc:
         return Solution(placement=_lift(certificate, back, sub_incumbent), solver="split",
                         states=nodes + exc.states, fallback=True)

@@ -26,6 +26,7 @@ def make_plan(
     solve_ms: float = 0.0,
     states: int = 0,
     fallback: bool = False,
+    bound: tuple[int, int, int, int] | None = None,
 ) -> Plan:
     return Plan(
         policy=policy,
@@ -36,6 +37,7 @@ def make_plan(
         solve_ms=solve_ms,
         states=states,
         fallback=fallback,
+        bound=bound,
     )
 
 

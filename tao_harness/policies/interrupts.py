@@ -48,9 +48,7 @@ def plan_interrupts(
     """Extra admissions (session, node) and the acting sessions to release for them, in order."""
     if not any(s.state == "acting" for s in snapshot.sessions):
         return [], []
-    def kept(holder: SessionView, node_id: str) -> Value:
-        return _at_return(snapshot, holder, node_id, view(holder, node_id))
-
+    kept = kept_value(snapshot, view)
     acting = {
         node_id: sorted((s for s in snapshot.holding(node_id) if s.state == "acting"),
                         key=lambda s, node_id=node_id: (kept(s, node_id), s.id))
@@ -102,6 +100,13 @@ def plan_interrupts(
         used[node_id] += size
         admitted.append((session, node_id))
     return admitted, interrupts
+
+
+def kept_value(snapshot: Snapshot, view: ValueView) -> ValueView:
+    """A holder's triple on its node as releasing it would lose it: credit decayed to its return."""
+    def kept(holder: SessionView, node_id: str) -> Value:
+        return _at_return(snapshot, holder, node_id, view(holder, node_id))
+    return kept
 
 
 def _restore_capacity(snapshot: Snapshot, acting: dict[str, list[SessionView]],

@@ -3,7 +3,8 @@
 One class serves the paper's Table 4 ablations through three switches: `solver="bfd"` (BFD instead of
 the DP), `use_readiness=False` (r = 0 in the objective) and `use_cache=False` (k = 0). Interrupts follow
 policies/interrupts.py with the same (possibly ablated) value triple. Assignments report the true value
-triple, so plans of different policies compare on one scale; they are listed highest value first.
+triple, so plans of different policies compare on one scale; they are listed highest value first,
+after the admissions of requests that reached the wait bound (policies/aging.py), which come before all.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 from time import perf_counter
 
 from tao_harness.config import PlannerConfig
-from tao_harness.planner.problem import Problem, Value, build_problem
+from tao_harness.planner.deadline import Deadline
+from tao_harness.planner.problem import Problem, Solution, Value, build_problem, objective
 from tao_harness.planner.solve import Method, solve
 from tao_harness.policies.common import assignment, by_value, make_plan
-from tao_harness.policies.interrupts import plan_interrupts
-from tao_harness.types import Assignment, Plan, SessionView, Snapshot
+from tao_harness.policies.aging import admit_overdue
+from tao_harness.policies.interrupts import kept_value, plan_interrupts
+from tao_harness.types import Assignment, Plan, SessionView, Snapshot, objective_of
 
 
 class TaoPolicy:
@@ -41,17 +44,22 @@ class TaoPolicy:
 
     def plan(self, snapshot: Snapshot) -> Plan:
         start = perf_counter()
+        aged = admit_overdue(snapshot, kept_value(snapshot, self.view(snapshot)))
+        overdue = [assignment(snapshot, s, node_id) for s, node_id in aged.admitted]
+        snapshot = aged.rest
         waiting = snapshot.waiting
         problem = build_problem(snapshot, waiting, use_cache=self.use_cache, use_readiness=self.use_readiness)
-        solution = solve(problem, state_budget=self.config.state_budget, method=self.solver)
+        solution = solve(problem, state_budget=self.config.state_budget, method=self.solver,
+                         deadline=Deadline.after(self.config.deadline_ms / 1000, self.config.deadline_clock))
         placement = dict(solution.placement)
         chosen = by_value(self._assignment(snapshot, problem, waiting[i], i, b) for i, b in placement.items())
         extra, interrupts = plan_interrupts(snapshot, problem, placement, waiting, self.view(snapshot),
                                             self.use_readiness)
-        chosen += [assignment(snapshot, s, node_id) for s, node_id in extra]
+        chosen = overdue + chosen + [assignment(snapshot, s, node_id) for s, node_id in extra]
+        interrupts = [*aged.interrupts, *interrupts]
         return make_plan(self.name, solution.solver, chosen, interrupts=interrupts,
                          solve_ms=(perf_counter() - start) * 1000, states=solution.states,
-                         fallback=solution.fallback)
+                         fallback=solution.fallback, bound=_plan_bound(problem, solution, chosen))
 
     def _assignment(
         self, snapshot: Snapshot, problem: Problem, session: SessionView, i: int, b: int
@@ -60,6 +68,18 @@ class TaoPolicy:
         if self.use_cache and self.use_readiness and value is not None:  # already the true triple
             return Assignment(session.id, problem.node_ids[b], value)
         return assignment(snapshot, session, problem.node_ids[b])
+
+
+def _plan_bound(
+    problem: Problem, solution: Solution, chosen: list[Assignment]
+) -> tuple[int, int, int, int] | None:
+    """The solver's bound moved onto the plan's objective: the plan's objective plus what the bound
+    exceeds the solver's (possibly ablated) objective by, term by term. The interrupt-enabled
+    admissions and the true values of ablated terms add the same to both, so the gap is the solver's."""
+    if solution.bound is None:
+        return None
+    solved = objective(problem, dict(solution.placement))
+    return tuple(p + b - s for p, b, s in zip(objective_of(chosen), solution.bound, solved))  # type: ignore
 
 
 class _View:

@@ -11,25 +11,28 @@ upstream request and reports the request as cancelled, so its admission is freed
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any, AsyncIterator, Coroutine
+from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine
 
 import aiohttp
 from aiohttp import web
 
+from tao_harness import fastjson
+from tao_harness.auth import agent_token_middleware
 from tao_harness.config import ProxyConfig, ReplicaSpec
 from tao_harness.proxy.channel import CoordinatorChannel
-from tao_harness.proxy.coordinator_client import Admission, AdmitRequest, CoordinatorClient, RequestReport
+from tao_harness.proxy.coordinator_client import CoordinatorClient
+from tao_harness.proxy.messages import Admission, AdmitRequest, RequestAnswer, RequestReport
 from tao_harness.proxy.failover import Relay, Retry
-from tao_harness.proxy.identity import SessionIdentity, identify_session
+from tao_harness.proxy.identity import BadSessionId, SessionIdentity, checked_id, identify_session
 from tao_harness.proxy.leases import LeaseTable
+from tao_harness.proxy.shared_prefix import shared_prefix
 from tao_harness.proxy.routing import AffinityRouter, pin_headers
 from tao_harness.proxy.splice import Unresumable
-from tao_harness.proxy.usage import ApiKind, UsageTracker
+from tao_harness.proxy.usage import ApiKind, Usage, UsageTracker
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +48,8 @@ HOP_BY_HOP = frozenset(
 )
 # A rough prompt-size estimate from the body: ~4 bytes of JSON per token.
 BYTES_PER_TOKEN = 4
+# The pause between connect attempts to a slow replica, while `connect_patience_s` lasts.
+CONNECT_PAUSE_S = 1.0
 # The in-band error of an answer no replica could finish.
 _CUT = "the replica failed mid-response and no other replica could continue it; send the request again"
 
@@ -64,13 +69,10 @@ class ProxyState:
 
     def send_report(self, session: str, report: Coroutine[Any, Any, None]) -> None:
         previous = self.reports.get(session)
-
-        async def in_order() -> None:
-            if previous is not None:
-                await asyncio.wait([previous])
-            await report
-
-        task = asyncio.create_task(in_order())
+        if previous is None:  # the common case: nothing to wait for, so no wrapping coroutine
+            task = asyncio.create_task(report)
+        else:
+            task = asyncio.create_task(_after(previous, report))
         self.reports[session] = task
 
         def forget(done: asyncio.Task[None]) -> None:
@@ -80,7 +82,13 @@ class ProxyState:
         task.add_done_callback(forget)
 
 
+async def _after(previous: asyncio.Task[None], report: Coroutine[Any, Any, None]) -> None:
+    await asyncio.wait([previous])
+    await report
+
+
 STATE = web.AppKey("proxy_state", ProxyState)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -101,19 +109,28 @@ def _forward_headers(request: web.Request, extra: dict[str, str], request_id: st
 
 
 async def _choose_replica(state: ProxyState, identity: SessionIdentity, api: ApiKind | None,
-                          request_id: str, body_size: int, exclude: tuple[str, ...]) -> Admission | None:
+                          request_id: str, raw: bytes, body: Any, exclude: tuple[str, ...]) -> Admission | None:
     if api is not None and state.coordinator is not None:
+        lease = state.leases.get(identity.session) if state.config.admission_leases and not exclude else None
+        if lease is not None and not state.coordinator.available:
+            lease = None
+        prefix = None if lease is not None else shared_prefix(body, api)  # only where the coordinator plans
         ask = AdmitRequest(session=identity.session, request_id=request_id, api=api, path=identity.path,
-                           prompt_tokens_estimate=body_size // BYTES_PER_TOKEN, exclude=exclude,
-                           identity_source=identity.source)
-        lease = state.leases.get(identity.session) if not exclude else None
-        if lease is not None and state.coordinator.available:
-            state.send_report(identity.session, state.coordinator.record_leased(replace(ask, leased=lease.replica)))
+                           prompt_tokens_estimate=len(raw) // BYTES_PER_TOKEN, exclude=exclude,
+                           identity_source=identity.source, leased=lease.replica if lease is not None else None,
+                           prefix_group=prefix.group if prefix is not None else None,
+                           shared_tokens_estimate=prefix.size // BYTES_PER_TOKEN if prefix is not None else 0)
+        if lease is not None:
+            state.send_report(identity.session, state.coordinator.record_leased(ask))
             return lease
         previous = state.reports.get(identity.session)
         if previous is not None:
             await asyncio.shield(previous)
-        admission = await state.coordinator.admit(ask)
+        try:
+            admission = await state.coordinator.admit(ask)
+        except asyncio.CancelledError:  # the client left while it waited: its admission must not go unused
+            state.send_report(identity.session, state.coordinator.withdraw(ask))
+            raise
         if admission is not None:
             return admission
     replica = state.router.pick(identity.session, exclude)
@@ -133,61 +150,117 @@ async def handle(request: web.Request) -> web.StreamResponse:
     body: Any = None
     if raw:
         try:
-            body = json.loads(raw)
+            body = fastjson.loads(raw)
         except ValueError:
             body = None  # the replica answers malformed JSON with its own 400
-    identity = identify_session(request.headers, request.path, body if isinstance(body, dict) else None,
-                                _connection_id(request))
+        except RecursionError:
+            return _error(400, "body: JSON nested too deeply")
+    try:
+        identity = identify_session(request.headers, request.path, body if isinstance(body, dict) else None,
+                                    _connection_id(request))
+        request_id = checked_id(request.headers.get("X-Request-Id") or f"tao-{uuid.uuid4().hex}", "X-Request-Id")
+    except BadSessionId as exc:
+        return _error(400, str(exc))
     if identity.source == "connection":
         log.warning("no session id on %s %s; using one session per connection (%s)",
                     request.method, identity.path, identity.session)
     api = GENERATION_PATHS.get(identity.path) if request.method == "POST" else None
     streaming = isinstance(body, dict) and body.get("stream") is True
-    request_id = request.headers.get("X-Request-Id") or f"tao-{uuid.uuid4().hex}"
-    relay = Relay(api, identity.path, request.query_string, body, streaming)
+    relay = Relay(api, identity.path, request.query_string, body, streaming, clock0)
     exclude: tuple[str, ...] = ()
+    report: _Report | None = None
     for _attempt in range(state.config.connect_retries + 1):
-        admission = await _choose_replica(state, identity, api, request_id, len(raw), exclude)
+        admission = await _choose_replica(state, identity, api, request_id, raw, body, exclude)
         if admission is None:
+            await _close(report)
             return await relay.give_up(request, _CUT, _error(503, "no replica available"))
-        report = _Report(state, identity.session, request_id, admission, started, clock0)
-        headers = _forward_headers(request, admission.headers, request_id)
+        report = _Report(state, identity.session, request_id, admission, started, clock0, relay)
         try:
+            headers = _forward_headers(request, admission.headers, request_id)
             path, data = await relay.next_request(state.http, admission.base_url, headers, raw)
-            upstream = await state.http.request(
-                request.method, admission.base_url.rstrip("/") + path, data=data or None, headers=headers,
-                auto_decompress=False, timeout=aiohttp.ClientTimeout(total=None, sock_connect=5),
-            )
+            upstream = await _send_upstream(state, request.method, admission.base_url.rstrip("/") + path,
+                                            data, headers)
         # ClientOSError covers refused connects and a reset before the headers (replica killed mid-request).
         except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError, asyncio.TimeoutError) as exc:
             log.warning("replica %s refused %s: %s", admission.replica, request_id, exc)
-            await report.send("connect_error", None, None)
+            await report.send("connect_error", None, None, final=False)
             exclude += (admission.replica,)
             continue
         except Unresumable as exc:
             await report.send("error", None, None)
             return await relay.give_up(request, f"{_CUT} ({exc})", _error(502, str(exc)))
+        except BaseException as exc:  # the client left (cancelled) or a bug: the admission must not outlive it
+            status = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
+            state.send_report(identity.session, report.send(status, None, None))
+            raise
         try:
             return await _pass_through(request, upstream, report, api, relay)
         except Retry:
             exclude += (admission.replica,)
         finally:
             upstream.release()
+    await _close(report)
     refused = _error(502, f"replicas {', '.join(exclude)} refused the connection")
     return await relay.give_up(request, _CUT, refused)
 
 
+async def _send_upstream(state: ProxyState, method: str, url: str, data: bytes | None,
+                         headers: dict[str, str]) -> aiohttp.ClientResponse:
+    """The upstream request; a connect that times out is made again, a second later, for up to
+    `connect_patience_s`: slow to connect is busy, not dead (under load the kernel's accept queue or this
+    proxy's own event loop lags). A refused or reset connection raises at once."""
+    config = state.config
+    deadline = time.monotonic() + config.connect_patience_s
+    pause = min(CONNECT_PAUSE_S, config.connect_timeout_s)
+    while True:
+        try:
+            return await state.http.request(
+                method, url, data=data or None, headers=headers, auto_decompress=False,
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=config.connect_timeout_s))
+        except asyncio.TimeoutError as exc:  # only the connect has a timeout
+            if time.monotonic() + pause >= deadline:
+                raise
+            log.info("connecting to %s timed out (%s); trying again", url, exc)
+            await asyncio.sleep(pause)
+
+
+async def _close(report: _Report | None) -> None:
+    """The request ends without another attempt after `report`'s, which went out as not the last: a
+    message with only the request's answer follows it."""
+    if report is not None and report.relay.api is not None and report.state.coordinator is not None:
+        await report.state.coordinator.report(replace(
+            report.message("error", None, None), attempt=0,
+            answer=report.relay.answer("error", report.admission.replica, None)))
+
+
 class _Report:
-    """Collects what one forwarded request did and reports it exactly once (even when cancelled)."""
+    """Collects what one upstream attempt did and reports it exactly once (even when cancelled); the
+    request's last attempt also reports what the client got (`Relay.answer`)."""
 
     def __init__(self, state: ProxyState, session: str, request_id: str, admission: Admission,
-                 started: float, clock0: float) -> None:
+                 started: float, clock0: float, relay: Relay) -> None:
         self.state, self.session, self.request_id, self.admission = state, session, request_id, admission
-        self.started, self.clock0 = started, clock0
+        self.started, self.clock0, self.relay = started, clock0, relay
+        self.attempt = relay.begin_attempt(admission.queue_wait_s)
         self.ttft_s: float | None = None
         self.sent = False
 
-    async def send(self, status: str, http_status: int | None, tracker: UsageTracker | None) -> None:
+    def message(self, status: str, http_status: int | None, usage: Usage | None,
+                answer: RequestAnswer | None = None) -> RequestReport:
+        return RequestReport(
+            session=self.session, request_id=self.request_id, replica=self.admission.replica,
+            status=status, http_status=http_status,
+            prompt_tokens=usage.prompt_tokens if usage else None,
+            cached_tokens=usage.cached_tokens if usage else None,
+            completion_tokens=usage.completion_tokens if usage else None,
+            ttft_s=self.ttft_s, latency_s=time.monotonic() - self.clock0,
+            queue_wait_s=self.admission.queue_wait_s, started_at=self.started, attempt=self.attempt,
+            answer=answer,
+        )
+
+    async def send(self, status: str, http_status: int | None, tracker: UsageTracker | None,
+                   final: bool = True) -> None:
+        """`final`: no attempt follows this one (else the request's answer is not known yet)."""
         if self.sent:
             return
         self.sent = True
@@ -198,15 +271,8 @@ class _Report:
         if self.state.coordinator is None:
             return
         usage = tracker.finish() if tracker is not None else None
-        await self.state.coordinator.report(RequestReport(
-            session=self.session, request_id=self.request_id, replica=self.admission.replica,
-            status=status, http_status=http_status,
-            prompt_tokens=usage.prompt_tokens if usage else None,
-            cached_tokens=usage.cached_tokens if usage else None,
-            completion_tokens=usage.completion_tokens if usage else None,
-            ttft_s=self.ttft_s, latency_s=time.monotonic() - self.clock0,
-            queue_wait_s=self.admission.queue_wait_s, started_at=self.started,
-        ))
+        answer = self.relay.answer(status, self.admission.replica, usage) if final else None
+        await self.state.coordinator.report(self.message(status, http_status, usage, answer))
 
 
 def _client_response(upstream: aiohttp.ClientResponse) -> web.StreamResponse:
@@ -221,14 +287,17 @@ def _client_response(upstream: aiohttp.ClientResponse) -> web.StreamResponse:
 
 async def _pass_through(request: web.Request, upstream: aiohttp.ClientResponse, report: _Report,
                         api: ApiKind | None, relay: Relay) -> web.StreamResponse:
-    tracker = UsageTracker(api or "openai", relay.streaming) if api is not None else None
+    tracker = UsageTracker(relay.upstream_api, relay.streaming) if api is not None else None
     status = "cancelled"
+    final = True
+    answered = False  # the replica's whole response was read
     try:
         await relay.open(request, _client_response(upstream), upstream)
         async for chunk in upstream.content.iter_any():
             if tracker is not None and tracker.feed(chunk) and report.ttft_s is None:
                 report.ttft_s = time.monotonic() - report.clock0
             await relay.write(request, chunk, tracker is not None and tracker.first_token_seen)
+        answered = True
         await relay.finish(request)
         status = "ok" if upstream.status < 400 else "error"
         return relay.response
@@ -240,6 +309,7 @@ async def _pass_through(request: web.Request, upstream: aiohttp.ClientResponse, 
         log.warning("replica %s failed during %s: %s", report.admission.replica, report.request_id, exc)
         status = "error" if relay.started else "connect_error"
         if relay.failed():
+            final = False
             raise Retry from exc
         log.warning("%s cannot be continued: %s", report.request_id, relay.unresumable)
         return await relay.give_up(request, _CUT, relay.response)
@@ -247,29 +317,50 @@ async def _pass_through(request: web.Request, upstream: aiohttp.ClientResponse, 
         status = "error"
         return await relay.give_up(request, f"{_CUT} ({exc})", relay.response)
     finally:
+        if status == "cancelled" and (answered or (tracker is not None and tracker.complete)):
+            # The client left with its whole answer: the SDKs close the connection on [DONE], which can
+            # come before the proxy has ended the response (seen against real vLLM).
+            status = "ok" if upstream.status < 400 else "error"
         if api is not None:
             # A task of its own: a cancelled handler must still free its admission.
-            report.state.send_report(report.session, report.send(status, upstream.status, tracker))
+            report.state.send_report(report.session, report.send(status, upstream.status, tracker, final))
         elif status == "ok":
             report.state.router.remember(report.session, report.admission.replica)
 
 
+@web.middleware
+async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A bug still answers JSON (an agent's SDK parses the error body), never aiohttp's plain-text 500."""
+    try:
+        return await handler(request)
+    except Exception:
+        log.exception("proxy failed on %s %s", request.method, request.path)
+        return _error(500, "internal proxy error (see the proxy's log)")
+
+
 def build_app(config: ProxyConfig, replicas: tuple[ReplicaSpec, ...], token: str | None = None) -> web.Application:
-    app = web.Application(client_max_size=64 * 1024 * 1024)
+    """`token` (TAO_TOKEN) authenticates the proxy to the coordinator, and its clients to it with
+    `config.require_token` (ValueError without a token)."""
+    middlewares = [_json_errors]
+    if config.require_token:
+        if not token:
+            raise ValueError("proxy.require_token needs a token (set TAO_TOKEN)")
+        middlewares.insert(0, agent_token_middleware(token, frozenset({"/healthz"})))
+    app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=middlewares)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
         async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as http:
             coordinator = (
                 CoordinatorClient(config.coordinator_url, http, config.admission_poll_s,
-                                  config.coordinator_grace_s, token)
+                                  config.coordinator_grace_s, token, config.coordinator_unresponsive_s)
                 if config.coordinator_url else None
             )
             app[STATE] = state = ProxyState(config, http, AffinityRouter(replicas), coordinator)
             following = None
-            if coordinator is not None and config.admission_leases:
+            if coordinator is not None:  # also without leases: the channel keeps this proxy's requests alive
                 coordinator.channel = CoordinatorChannel(config.coordinator_url or "", http, coordinator.headers,
-                                                         state.leases)
+                                                         state.leases, coordinator.proxy_id)
                 following = asyncio.create_task(coordinator.channel.run())
             yield
             await asyncio.gather(*state.reports.values(), return_exceptions=True)

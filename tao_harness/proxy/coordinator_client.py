@@ -1,10 +1,16 @@
 """The proxy's side of the coordinator HTTP API, failing open.
 
 `admit` long-polls `POST /v1/admit` until the coordinator names a replica. It returns None — and the
-proxy routes by local cache affinity instead — when the coordinator is unreachable, answers with an
-error, or stays silent past a long-poll plus a grace period. After a failure the client stays in
-fail-open mode for a back-off interval so agents never pay a connect timeout per request; reports made
-meanwhile are dropped (the coordinator re-learns cache state from the next reports).
+proxy routes by local cache affinity instead — when the coordinator is unreachable (connection refused
+or reset) or answers with an error. A coordinator that is merely slow — a long-poll unanswered past its
+grace period — is polled again: failing open then would send every waiting request to the replicas at
+once, with no admission control, just when the cluster is busiest. Only a coordinator that has answered
+nothing at all for `unresponsive_s` counts as gone (hung). After a failure the client stays in fail-open
+mode for a back-off interval so agents never pay a connect timeout per request; reports made meanwhile
+are dropped (the coordinator re-learns cache state from the next reports).
+
+Every admission names this proxy's instance id (`proxy`, a fresh one per process): the coordinator ends
+the requests of a proxy that went away without reporting them (coordinator.owners).
 """
 
 from __future__ import annotations
@@ -12,10 +18,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
+
+from tao_harness.proxy.messages import Admission, AdmitRequest, RequestAnswer, RequestReport
 
 if TYPE_CHECKING:
     from tao_harness.proxy.channel import CoordinatorChannel
@@ -25,65 +33,26 @@ log = logging.getLogger(__name__)
 BACKOFF_S = 2.0
 
 
-@dataclass(frozen=True, slots=True)
-class AdmitRequest:
-    session: str
-    # Id the proxy gives this LLM request; repeated in the completion report.
-    request_id: str
-    # "openai" or "anthropic": which front received it.
-    api: str
-    # Upstream path, e.g. "/v1/chat/completions".
-    path: str
-    # Rough prompt size from the request body, for a session the coordinator has not seen yet.
-    prompt_tokens_estimate: int
-    # Replicas that refused a connection for this request; the coordinator avoids them.
-    exclude: tuple[str, ...] = ()
-    # How the session was identified (proxy.identity rule), for the coordinator's log.
-    identity_source: str = "tao-header"
-    # The replica the request was already sent to on an admission lease; None asks for an admission.
-    leased: str | None = None
+class _NoAnswer(Exception):
+    """The coordinator took the request but did not answer in time: slow, not gone (see `_send`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Admission:
-    replica: str
-    base_url: str
-    # Pinning and per-replica headers to add to the upstream request.
-    headers: dict[str, str] = field(default_factory=dict)
-    # Seconds the request waited in the coordinator's pool.
-    queue_wait_s: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class RequestReport:
-    session: str
-    request_id: str
-    replica: str | None
-    # "ok", "error" (upstream non-2xx), "cancelled" (client went away), "connect_error"
-    status: str
-    http_status: int | None
-    prompt_tokens: int | None
-    cached_tokens: int | None
-    completion_tokens: int | None
-    ttft_s: float | None
-    latency_s: float | None
-    queue_wait_s: float
-    started_at: float
-
-
-def _body(message: AdmitRequest | RequestReport) -> dict[str, Any]:
+def _body(message: AdmitRequest | RequestReport | RequestAnswer) -> dict[str, Any]:
     """The message as a JSON object; flat, so cheaper than `dataclasses.asdict` (on every request's path)."""
     return {name: getattr(message, name) for name in message.__slots__}
 
 
 class CoordinatorClient:
     def __init__(self, base_url: str, http: aiohttp.ClientSession, poll_s: float, grace_s: float,
-                 token: str | None = None) -> None:
+                 token: str | None = None, unresponsive_s: float = 60.0) -> None:
         self._base = base_url.rstrip("/")
         self._http = http
         self._poll_s = poll_s
         self._grace_s = grace_s
+        self._unresponsive_s = unresponsive_s
+        self._heard_at = time.monotonic()  # the coordinator's last answer (any status), or the start
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.proxy_id = uuid.uuid4().hex
         self._down_until = 0.0
         # Set by the proxy once built: reports and lease notices go over it while it is open.
         self.channel: CoordinatorChannel | None = None
@@ -97,7 +66,9 @@ class CoordinatorClient:
             log.warning("coordinator unavailable (%s); routing by cache affinity for %.0f s", why, BACKOFF_S)
         self._down_until = time.monotonic() + BACKOFF_S
 
-    async def _post(self, path: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+    async def _send(self, path: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+        """The coordinator's JSON answer; None when it is unavailable (fail open). Raises `_NoAnswer` when
+        it did not answer within `timeout_s` but answered something within `unresponsive_s`."""
         if not self.available:
             return None
         try:
@@ -105,6 +76,7 @@ class CoordinatorClient:
                 self._base + path, json=body, headers=self.headers,
                 timeout=aiohttp.ClientTimeout(total=timeout_s),
             ) as response:
+                self._heard_at = time.monotonic()
                 if response.status == 409:  # up, but the request does not fit the session's state
                     log.info("coordinator refused %s: %s", path, (await response.text())[:200])
                     return None
@@ -113,17 +85,34 @@ class CoordinatorClient:
                     return None
                 payload = await response.json()
                 return payload if isinstance(payload, dict) else None
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+        except asyncio.TimeoutError:  # aiohttp's connect and read timeouts included
+            silent_s = time.monotonic() - self._heard_at
+            if silent_s < self._unresponsive_s:
+                raise _NoAnswer(f"no answer on {path} within {timeout_s:g} s") from None
+            self._mark_down(f"no answer for {silent_s:.0f} s")
+            return None
+        except (aiohttp.ClientError, ValueError) as exc:  # refused, reset, or not JSON
             self._mark_down(f"{type(exc).__name__} on {path}")
+            return None
+
+    async def _post(self, path: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+        """`_send` for a message the coordinator can do without (a report: it re-learns from the next)."""
+        try:
+            return await self._send(path, body, timeout_s)
+        except _NoAnswer as exc:
+            log.info("coordinator slow: %s", exc)
             return None
 
     async def admit(self, request: AdmitRequest) -> Admission | None:
         """Wait until admitted; None means fail open."""
-        body = _body(request) | {"wait_s": self._poll_s}
+        body = _body(request) | {"wait_s": self._poll_s, "proxy": self.proxy_id}
         if self.channel is not None:  # the coordinator first applies this session's messages sent so far
             body["channel"], body["after_seq"] = self.channel.position(request.session)
         while True:
-            answer = await self._post("/v1/admit", body, self._poll_s + self._grace_s)
+            try:
+                answer = await self._send("/v1/admit", body, self._poll_s + self._grace_s)
+            except _NoAnswer:  # the request keeps its place in the pool: poll again
+                continue
             if answer is None:
                 return None
             if answer.get("status") == "admitted":
@@ -143,10 +132,19 @@ class CoordinatorClient:
 
     async def record_leased(self, request: AdmitRequest) -> None:
         """Tell the coordinator about a request already sent on a lease (it answers at once)."""
-        await self._deliver("leased", "/v1/admit", request.session, _body(request) | {"wait_s": 0})
+        await self._deliver("leased", "/v1/admit", request.session,
+                            _body(request) | {"wait_s": 0, "proxy": self.proxy_id})
+
+    async def withdraw(self, request: AdmitRequest) -> None:
+        """The client left while its request waited for admission: the request leaves the pool at once."""
+        await self.report(RequestReport(request.session, request.request_id, None, "cancelled", None, None, None,
+                                        None, None, None, 0.0, time.time()))
 
     async def report(self, report: RequestReport) -> None:
-        await self._deliver("done", "/v1/requests/done", report.session, _body(report))
+        body = _body(report)
+        if report.answer is not None:
+            body["answer"] = _body(report.answer)
+        await self._deliver("done", "/v1/requests/done", report.session, body)
 
     async def _deliver(self, kind: str, path: str, session: str, body: dict[str, Any]) -> None:
         """Over the channel while it is open, else as an HTTP request to `path`."""

@@ -10,23 +10,32 @@ answer. So
    the replica fails after content went out, they tell what the client has, and another replica is
    asked to continue that text (splice_openai, splice_anthropic). A stream that cannot be continued
    (cut in a tool call or reasoning, /v1/completions) ends with an in-band error event, never silently.
+
+The relay also keeps the request's record as its client saw it (`answer`): attempts, the time of the
+first content the client got, and the usage its answer reported (a continued stream's is read from the
+bytes the client received, as the splice rewrote them).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 from aiohttp import web
 
+from tao_harness.proxy.running_usage import strip_running_usage, with_running_usage
 from tao_harness.proxy.splice import (CONTINUE_PATH, Continuation, Splice, Unresumable, complete_length,
                                       count, encode_event)
 from tao_harness.proxy.splice_anthropic import messages_continuation
+from tao_harness.proxy.messages import RequestAnswer
 from tao_harness.proxy.splice_openai import chat_continuation
-from tao_harness.proxy.usage import ApiKind
+from tao_harness.proxy.usage import ApiKind, Usage, UsageTracker
 
+# An attempt's status → the request's, as its client saw it (a refused connection ended in an error).
+_ANSWER_STATUS = {"ok": "ok", "cancelled": "cancelled"}
 # Streams that can be continued on another replica, by path.
 _CONTINUATIONS: dict[str, Callable[[dict[str, Any], bytes], Continuation | str]] = {
     "/v1/chat/completions": chat_continuation,
@@ -42,25 +51,60 @@ class Retry(Exception):
 class Relay:
     """Forwards the responses of successive upstream attempts as one response to the client."""
 
-    def __init__(self, api: ApiKind | None, path: str, query: str, body: Any, streaming: bool) -> None:
+    def __init__(self, api: ApiKind | None, path: str, query: str, body: Any, streaming: bool,
+                 clock0: float) -> None:
         self.api = api
         self.streaming = streaming
         self._path = path + (f"?{query}" if query else "")
         self._body = body if isinstance(body, dict) else None
         self._hold = api is not None
         self._plan = _CONTINUATIONS.get(path) if streaming and self._body is not None else None
+        # Exact counts for the continuation: vLLM is asked for usage on every chunk, the client gets
+        # only the closing usage it asked for (running_usage).
+        running = with_running_usage(self._body) if self._plan is chat_continuation and self._body else None
+        # The first attempt's body when it is not the client's; then per-chunk usage is stripped.
+        self._upstream_body: bytes | None = None
+        if running is not None:
+            self._body, self._upstream_body = running
         self._response: web.StreamResponse | None = None
         self._unsent = bytearray()  # complete events (or body bytes) not yet sent
         self._tail = bytearray()  # the start of an event not complete yet
-        self._seen = bytearray()  # every byte a resumable stream sent to the client
+        # Every event a resumable stream sent to the client, with the per-chunk usage it may not get.
+        self._seen = bytearray()
         self._continuation: Continuation | None = None  # what the next attempt must continue
         self.unresumable = ""  # why the answer could not be continued, when it could not
         self._splice: Splice | None = None  # rewriting of the attempt in flight
+        self._clock0 = clock0  # time.monotonic() of the request's arrival
+        self.attempts = 0  # upstream attempts begun
+        self._queue_wait_s = 0.0  # their admission waits, added up
+        self._ttft_s: float | None = None  # the first content the client got, from the request's arrival
+        self._client: UsageTracker | None = None  # reads the client's bytes once the answer is continued
 
     @property
     def response(self) -> web.StreamResponse:
         assert self._response is not None, "no upstream answered yet"
         return self._response
+
+    def begin_attempt(self, queue_wait_s: float) -> int:
+        """Counts an upstream attempt; returns its number (1, 2, ...)."""
+        self.attempts += 1
+        self._queue_wait_s += queue_wait_s
+        return self.attempts
+
+    @property
+    def upstream_api(self) -> ApiKind:
+        """The API the next attempt's answer speaks: continuations are chat completions."""
+        return "openai" if self._continuation is not None or self.api is None else self.api
+
+    def answer(self, status: str, replica: str | None, usage: Usage | None) -> RequestAnswer:
+        """The request's record as its client saw it, after the attempt on `replica` ended with `status`
+        and `usage` (the attempt's own)."""
+        seen = self._client.finish() if self._client is not None else usage or Usage()
+        return RequestAnswer(
+            status=_ANSWER_STATUS.get(status, "error"), replica=replica, prompt_tokens=seen.prompt_tokens,
+            cached_tokens=seen.cached_tokens, completion_tokens=seen.completion_tokens, ttft_s=self._ttft_s,
+            latency_s=time.monotonic() - self._clock0, attempts=self.attempts, queue_wait_s=self._queue_wait_s,
+        )
 
     @property
     def started(self) -> bool:
@@ -75,8 +119,8 @@ class Relay:
         replica's vLLM `/tokenize` gives it in its own tokenizer.
         """
         if self._continuation is None:
-            return self._path, raw
-        done = await _count_tokens(http, base_url, headers, self._continuation)
+            return self._path, self._upstream_body if self._upstream_body is not None else raw
+        done = self._continuation.done(await _count_tokens(http, base_url, headers, self._continuation))
         body = self._continuation.request(done)
         self._splice = self._continuation.splice(done)
         return CONTINUE_PATH, json.dumps(body).encode()
@@ -104,6 +148,8 @@ class Relay:
             events = bytes(self._tail[:end])
             del self._tail[:end]
             self._unsent += self._splice.rewrite(events) if self._splice is not None else events
+        if content_seen and self._ttft_s is None:
+            self._ttft_s = time.monotonic() - self._clock0
         if content_seen or self.started:
             await self._flush(request)
 
@@ -118,9 +164,12 @@ class Relay:
         if not self.response.prepared:
             await self.response.prepare(request)
         if self._unsent:
-            await self.response.write(bytes(self._unsent))
+            unsent = bytes(self._unsent)
+            await self.response.write(strip_running_usage(unsent) if self._upstream_body is not None else unsent)
             if self._plan is not None:
                 self._seen += self._unsent
+            if self._client is not None:
+                self._client.feed(bytes(self._unsent))
             self._unsent.clear()
 
     def failed(self) -> bool:
@@ -137,6 +186,9 @@ class Relay:
         plan = self._plan(self._body, bytes(self._seen))
         self._continuation = plan if isinstance(plan, Continuation) else None
         self.unresumable = plan if isinstance(plan, str) else ""
+        if self._continuation is not None and self._client is None and self.api is not None:
+            self._client = UsageTracker(self.api, streaming=True)
+            self._client.feed(bytes(self._seen))
         return self._continuation is not None
 
     async def give_up(self, request: web.Request, message: str,

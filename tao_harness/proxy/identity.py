@@ -8,6 +8,10 @@ First match wins, most explicit first:
 5. body `metadata.session_id`, `metadata.program_id` / top-level `program_id`, then `user`
    (OpenAI) or `metadata.user_id` (Anthropic);
 6. none: the caller falls back to one session per client connection and logs a warning.
+
+An id that matched but cannot be used — a control or other unprintable character (it would go out in
+a pinning header), or longer than the history store keeps — is refused with `BadSessionId` naming where
+it came from, before anything is admitted.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from typing import Any, Literal, Mapping
 SessionSource = Literal["tao-header", "path", "claude-code", "session-header", "body", "connection"]
 
 SESSION_PATH_PREFIX = "/s/"
+# The history store's limit for ids (store.models).
+MAX_ID_CHARS = 200
 _HEADERS: tuple[tuple[str, SessionSource], ...] = (
     ("X-TAO-Session", "tao-header"),
     ("X-Claude-Code-Session-Id", "claude-code"),
@@ -35,6 +41,19 @@ class SessionIdentity:
     path: str
 
 
+class BadSessionId(ValueError):
+    """A session (or request) id the proxy cannot use; the message starts with the field it came from."""
+
+
+def checked_id(value: str, where: str) -> str:
+    """`value` if it can serve as an id (printable, at most MAX_ID_CHARS), else BadSessionId naming `where`."""
+    if len(value) > MAX_ID_CHARS:
+        raise BadSessionId(f"{where}: id longer than {MAX_ID_CHARS} characters")
+    if not value.isprintable():
+        raise BadSessionId(f"{where}: id contains a control or unprintable character")
+    return value
+
+
 def split_session_path(path: str) -> tuple[str | None, str]:
     """`/s/abc/v1/messages` -> ("abc", "/v1/messages"); other paths -> (None, path)."""
     if not path.startswith(SESSION_PATH_PREFIX):
@@ -45,38 +64,37 @@ def split_session_path(path: str) -> tuple[str | None, str]:
     return session, "/" + rest
 
 
-def _body_session(body: Mapping[str, Any] | None) -> str | None:
+def _body_session(body: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """(session id, the field it came from) of the first body rule that matches."""
     if not isinstance(body, Mapping):
         return None
     metadata = body.get("metadata")
-    candidates: list[Any] = []
-    if isinstance(metadata, Mapping):
-        candidates += [metadata.get("session_id"), metadata.get("program_id")]
-    candidates.append(body.get("program_id"))
-    candidates.append(body.get("user"))
-    if isinstance(metadata, Mapping):
-        candidates.append(metadata.get("user_id"))
-    for value in candidates:
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    candidates = (("metadata.session_id", metadata.get("session_id")),
+                  ("metadata.program_id", metadata.get("program_id")), ("program_id", body.get("program_id")),
+                  ("user", body.get("user")), ("metadata.user_id", metadata.get("user_id")))
+    for where, value in candidates:
         if isinstance(value, str) and value.strip():
-            return value.strip()
+            return value.strip(), where
     return None
 
 
 def identify_session(
     headers: Mapping[str, str], path: str, body: Mapping[str, Any] | None, connection_id: str
 ) -> SessionIdentity:
-    """Apply the rules above; `connection_id` names the fallback session for this connection."""
+    """Apply the rules above; `connection_id` names the fallback session for this connection.
+    Raises BadSessionId when the id that matched cannot be used."""
     header_value = headers.get("X-TAO-Session", "").strip()
     path_session, upstream_path = split_session_path(path)
     if header_value:
-        return SessionIdentity(header_value, "tao-header", upstream_path)
+        return SessionIdentity(checked_id(header_value, "X-TAO-Session"), "tao-header", upstream_path)
     if path_session:
-        return SessionIdentity(path_session, "path", upstream_path)
+        return SessionIdentity(checked_id(path_session, "path /s/{session}/"), "path", upstream_path)
     for name, source in _HEADERS[1:]:
         value = headers.get(name, "").strip()
         if value:
-            return SessionIdentity(value, source, upstream_path)
+            return SessionIdentity(checked_id(value, name), source, upstream_path)
     from_body = _body_session(body)
     if from_body:
-        return SessionIdentity(from_body, "body", upstream_path)
+        return SessionIdentity(checked_id(*from_body), "body", upstream_path)
     return SessionIdentity(f"conn-{connection_id}", "connection", upstream_path)

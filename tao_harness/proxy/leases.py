@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tao_harness.proxy.coordinator_client import Admission
+from tao_harness.proxy.messages import Admission
 
 
 class LeaseTable:

@@ -27,6 +27,18 @@ class Splice(Protocol):
         """The client's bytes for some complete SSE events of the continuation."""
 
 
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The part of the answer the client already has, in tokens, counted two ways."""
+
+    # As the continuation's prompt holds it: the text re-tokenized (the new replica's `/tokenize`).
+    sent: int
+    # As the failed replica generated it. Re-tokenizing a text need not give back the tokens that
+    # produced it, so this is the count the stream itself reported where it did (per-chunk usage);
+    # else `sent` stands in for it.
+    generated: int
+
+
 @dataclass(frozen=True)
 class Continuation:
     """How to continue an answer the client already has part of."""
@@ -35,10 +47,15 @@ class Continuation:
     text: str
     # Model name to count the text's tokens with.
     model: str
-    # Tokens of `text` → the chat-completions body that continues it (Unresumable if none can).
-    request: Callable[[int], dict[str, Any]]
-    # Tokens of `text` → the rewriting of the continuation's stream.
-    splice: Callable[[int], Splice]
+    # What the client has → the chat-completions body that continues it (Unresumable if none can).
+    request: Callable[[Done], dict[str, Any]]
+    # What the client has → the rewriting of the continuation's stream.
+    splice: Callable[[Done], Splice]
+    # Tokens generated so far, when the stream reported them (per-chunk usage); None: not reported.
+    generated: int | None = None
+
+    def done(self, sent: int) -> Done:
+        return Done(sent, self.generated if self.generated is not None else sent)
 
 
 def complete_length(data: bytes | bytearray) -> int:

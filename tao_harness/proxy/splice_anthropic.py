@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tao_harness.proxy.splice import Continuation, Unresumable, count, dicts, encode_event, events
+from tao_harness.proxy.splice import Continuation, Done, Unresumable, count, dicts, encode_event, events
 from tao_harness.proxy.splice_openai import shift_usage
 
 _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
@@ -85,14 +85,14 @@ def _tool_choice(choice: Any) -> Any:
     return {"any": "required", "none": "none"}.get(str(kind), "auto")
 
 
-def continue_request(body: dict[str, Any], text: str, done: int) -> dict[str, Any]:
-    """The chat-completions body continuing `text` (`done` tokens of it were generated already)."""
-    if body["max_tokens"] - done < 1:
+def continue_request(body: dict[str, Any], text: str, done: Done) -> dict[str, Any]:
+    """The chat-completions body continuing `text` (`done.generated` tokens were generated already)."""
+    if body["max_tokens"] - done.generated < 1:
         raise Unresumable("the cut answer had already used its max_tokens")
     out: dict[str, Any] = {
         "model": body.get("model"),
         "messages": [*_chat_messages(body), {"role": "assistant", "content": text}],
-        "max_tokens": body["max_tokens"] - done, "stream": True, "stream_options": {"include_usage": True},
+        "max_tokens": body["max_tokens"] - done.generated, "stream": True, "stream_options": {"include_usage": True},
         "add_generation_prompt": False, "continue_final_message": True,
     }
     tools = [{"type": "function", "function": {"name": t["name"], "description": t.get("description"),
@@ -108,7 +108,7 @@ def continue_request(body: dict[str, Any], text: str, done: int) -> dict[str, An
 class MessagesSplice:
     """Turns a continuation's chat-completion chunks into the rest of the client's Anthropic stream."""
 
-    def __init__(self, open_index: int | None, next_index: int, done: int) -> None:
+    def __init__(self, open_index: int | None, next_index: int, done: Done) -> None:
         self._open: str | None = "text" if open_index is not None else None  # kind of the open block
         self._index = open_index if open_index is not None else next_index - 1
         self._done = done
@@ -170,5 +170,6 @@ class MessagesSplice:
         self._ended = True
         output = count(shift_usage(usage, self._done).get("completion_tokens")) if usage else None
         delta = {"stop_reason": self._stop, "stop_sequence": None}
-        return [*self._close(), ("message_delta", {"type": "message_delta", "delta": delta,
-                                                   "usage": {"output_tokens": output or self._done}})]
+        # Output only: the client's prompt figures stay those of `message_start` (the original prompt).
+        usage_out = {"output_tokens": output if output is not None else self._done.generated}
+        return [*self._close(), ("message_delta", {"type": "message_delta", "delta": delta, "usage": usage_out})]

@@ -3,8 +3,10 @@
 The partial answer goes back as a final assistant message with vLLM's `continue_final_message: true` and
 `add_generation_prompt: false` (the template leaves that message open, the model continues its text;
 vLLM refuses both flags at once). The continuation's chunks get the client's stream id, `created` and
-model; its own role chunk is dropped (the client had one), and usage counts the partial answer as
-completion tokens, not prompt tokens, so the client's usage reads as if one replica had answered.
+model; its own role chunk is dropped (the client had one), and usage moves the partial answer from the
+prompt (where the continuation counted it, re-tokenized) to the completion (as many tokens as were
+generated: exact when the stream carried vLLM's per-chunk usage, `continuous_usage_stats`), so the
+client's usage reads as if one replica had answered.
 
 An answer cut after its last chunk (`finish_reason` sent, the usage chunk and `[DONE]` not yet) is
 closed the same way with a one-token continuation whose text is dropped: only its usage, in the new
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tao_harness.proxy.splice import Continuation, Unresumable, count, dicts, encode_event, events
+from tao_harness.proxy.splice import Continuation, Done, Unresumable, count, dicts, encode_event, events
 
 # Fields of the first chunk every continuation chunk repeats, so the client sees one stream.
 _ENVELOPE = ("id", "created", "model", "system_fingerprint")
@@ -31,13 +33,17 @@ def chat_continuation(body: dict[str, Any], seen: bytes) -> Continuation | str:
     envelope: dict[str, Any] = {}
     text: list[str] = []
     ended = usage_sent = False
+    generated: int | None = None
     for _, chunk in events(seen):
         if not isinstance(chunk, dict):
             continue
         if "error" in chunk:
             return "the replica had already reported an error"
         envelope = envelope or {key: chunk[key] for key in _ENVELOPE if key in chunk}
-        usage_sent = usage_sent or isinstance(chunk.get("usage"), dict)
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            usage_sent = usage_sent or not chunk.get("choices")  # the closing usage chunk
+            generated = count(usage.get("completion_tokens"))
         for choice in dicts(chunk.get("choices")):
             delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
             if delta.get("tool_calls"):
@@ -52,14 +58,14 @@ def chat_continuation(body: dict[str, Any], seen: bytes) -> Continuation | str:
     if ended:
         return Continuation(answer, str(body.get("model", "")),
                             lambda done: continue_request(body, answer, done, closing=True),
-                            lambda done: ChatTail(envelope, done, usage_sent))
+                            lambda done: ChatTail(envelope, done, usage_sent), generated)
     return Continuation(answer, str(body.get("model", "")),
                         lambda done: continue_request(body, answer, done),
-                        lambda done: ChatSplice(envelope, done))
+                        lambda done: ChatSplice(envelope, done), generated)
 
 
-def continue_request(body: dict[str, Any], text: str, done: int, closing: bool = False) -> dict[str, Any]:
-    """`body` asking the replica to continue `text` (`done` tokens of it were generated already);
+def continue_request(body: dict[str, Any], text: str, done: Done, closing: bool = False) -> dict[str, Any]:
+    """`body` asking the replica to continue `text` (`done.generated` tokens were generated already);
     `closing`: the answer is complete, one token is asked for only to get the closing usage."""
     messages = list(body.get("messages") or ())
     if body.get("continue_final_message"):  # the client's own prefill: the text extends it
@@ -73,21 +79,22 @@ def continue_request(body: dict[str, Any], text: str, done: int, closing: bool =
     for key in ("max_tokens", "max_completion_tokens"):
         limit = count(out.get(key))
         if limit is not None:
-            if limit - done < 1:
+            if limit - done.generated < 1:
                 raise Unresumable("the cut answer had already used its max_tokens")
-            out[key] = limit - done
+            out[key] = limit - done.generated
     if count(out.get("min_tokens")) is not None:
-        out["min_tokens"] = max(0, out["min_tokens"] - done)
+        out["min_tokens"] = max(0, out["min_tokens"] - done.generated)
     return out
 
 
-def shift_usage(usage: dict[str, Any], done: int) -> dict[str, Any]:
-    """A continuation's OpenAI usage with the `done` prefill tokens moved from prompt to completion."""
+def shift_usage(usage: dict[str, Any], done: Done) -> dict[str, Any]:
+    """A continuation's OpenAI usage with the prefilled answer moved from prompt to completion."""
     prompt, completion = count(usage.get("prompt_tokens")), count(usage.get("completion_tokens"))
     if prompt is None or completion is None:
         return usage
-    prompt = max(0, prompt - done)
-    shifted = {**usage, "prompt_tokens": prompt, "completion_tokens": completion + done}
+    prompt = max(0, prompt - done.sent)
+    completion += done.generated
+    shifted = {**usage, "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
     details = usage.get("prompt_tokens_details")
     if isinstance(details, dict) and count(details.get("cached_tokens")) is not None:
         shifted["prompt_tokens_details"] = {**details, "cached_tokens": min(prompt, details["cached_tokens"])}
@@ -97,7 +104,7 @@ def shift_usage(usage: dict[str, Any], done: int) -> dict[str, Any]:
 class ChatSplice:
     """Rewrites a continuation's chat-completion chunks into the rest of the client's stream."""
 
-    def __init__(self, envelope: dict[str, Any], done: int) -> None:
+    def __init__(self, envelope: dict[str, Any], done: Done) -> None:
         self._envelope = envelope
         self._done = done
 
@@ -128,7 +135,7 @@ class ChatTail(ChatSplice):
     (its one new token not counted; unless the client had its usage already) and `[DONE]`; its text and
     finish chunk are dropped."""
 
-    def __init__(self, envelope: dict[str, Any], done: int, usage_sent: bool) -> None:
+    def __init__(self, envelope: dict[str, Any], done: Done, usage_sent: bool) -> None:
         super().__init__(envelope, done)
         self._usage_sent = usage_sent
 
@@ -140,6 +147,7 @@ class ChatTail(ChatSplice):
         chunk["choices"] = []
         shifted = shift_usage(usage, self._done)
         if count(shifted.get("prompt_tokens")) is not None:
-            shifted |= {"completion_tokens": self._done, "total_tokens": shifted["prompt_tokens"] + self._done}
+            generated = self._done.generated
+            shifted |= {"completion_tokens": generated, "total_tokens": shifted["prompt_tokens"] + generated}
         chunk["usage"] = shifted
         return True

@@ -11,9 +11,10 @@ Anthropic's `input_tokens` excludes cache reads and writes, so its prompt size i
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from tao_harness import fastjson
 
 ApiKind = Literal["openai", "anthropic"]
 
@@ -62,8 +63,11 @@ def _openai_has_content(chunk: dict[str, Any]) -> bool:
         if not isinstance(choice, dict):
             continue
         delta = choice.get("delta")
+        # vLLM ≥ 0.1x streams a reasoning model's thinking as `reasoning`; older servers and other
+        # OpenAI-compatible ones as `reasoning_content`.
         if isinstance(delta, dict) and (
-            delta.get("content") or delta.get("tool_calls") or delta.get("reasoning_content")
+            delta.get("content") or delta.get("tool_calls") or delta.get("reasoning")
+            or delta.get("reasoning_content")
         ):
             return True
         if choice.get("text"):  # /v1/completions chunks
@@ -80,6 +84,8 @@ class UsageTracker:
         self._buffer = bytearray()
         self.usage = Usage()
         self.first_token_seen = False
+        # The stream's closing event went by ([DONE], or Anthropic's message_stop): the answer is whole.
+        self.complete = False
         self.error: str | None = None
 
     def feed(self, data: bytes) -> bool:
@@ -116,10 +122,12 @@ class UsageTracker:
             line[5:].strip() for line in event.splitlines() if line.startswith(b"data:")
         ]
         payload = b"\n".join(data_lines)
+        if payload == b"[DONE]":
+            self.complete = True
         if not payload or payload == b"[DONE]":
             return
         try:
-            message = json.loads(payload)
+            message = fastjson.loads(payload)
         except ValueError:
             return
         if isinstance(message, dict):
@@ -140,13 +148,15 @@ class UsageTracker:
             self.usage = _anthropic_usage(message.get("usage"), self.usage)
         elif kind == "content_block_delta":
             self.first_token_seen = True
+        elif kind == "message_stop":
+            self.complete = True
         elif kind == "error":
             error = message.get("error")
             self.error = str(error.get("message")) if isinstance(error, dict) else "error event"
 
     def _on_body(self, body: bytes) -> None:
         try:
-            message = json.loads(body) if body else None
+            message = fastjson.loads(body) if body else None
         except ValueError:
             return
         if not isinstance(message, dict):

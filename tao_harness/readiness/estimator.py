@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tao_harness.config import ReadinessConfig
+from tao_harness.readiness.distribution import ReturnDistribution
 from tao_harness.readiness.hints import Hints
 
-PredictionSource = Literal["hint", "family", "global", "default"]
+PredictionSource = Literal["hint", "neighbors", "family", "global", "default"]
 SLEEP_FAMILY = "bash:sleep"
 GLOBAL_FAMILY = "*"
 _SAMPLE_SIZE = 1024
@@ -175,7 +176,10 @@ class Prediction:
     """A call's predicted duration and which evidence produced it."""
 
     predicted_s: float
+    """Point estimate of the duration (the Bernstein bound itself for `predict`; a median for forecasts)."""
     source: PredictionSource
+    distribution: ReturnDistribution | None = None
+    """The return-time distribution behind it, when there is one: readiness conditions it on elapsed time."""
 
 
 def predict(history: DurationHistory, family: str, hints: Hints, config: ReadinessConfig) -> Prediction:
@@ -199,5 +203,9 @@ def predict(history: DurationHistory, family: str, hints: Hints, config: Readine
 
 
 def remaining_s(prediction: Prediction, elapsed_s: float) -> float:
-    """d(t) = max(0, D − e(t)): predicted time left for a call running for `elapsed_s`."""
+    """Predicted time left for a call running for `elapsed_s`: the conditional median of what is left
+    when the prediction has a distribution (readiness r = 1 ⟺ P(return within H | elapsed) ≥ ½), else
+    d(t) = max(0, D − e(t))."""
+    if prediction.distribution is not None:
+        return prediction.distribution.remaining_s(elapsed_s)
     return max(0.0, prediction.predicted_s - elapsed_s)

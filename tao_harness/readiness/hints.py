@@ -13,16 +13,20 @@ Upper bound `max_s` — the smallest of:
 - GNU `timeout [-k D] [-s SIG] N cmd` (limit N plus the `-k` grace), when every foreground command of
   the line is under a timeout, is a readable sleep, is instant (`cd`, `export`, `echo`, ...; not
   `wait`) or is a pipe consumer; anything unbounded, or a command in a loop, leaves the line unbounded;
-- a shell tool's `args.timeout` in ms (Claude Code Bash, OpenCode bash);
-- any tool's `args.timeout_ms` (Claude Code Monitor);
+- a shell tool's `args.timeout` and any tool's `args.timeout_ms`, in the unit of the harness that sent
+  them (`ARG_TIMEOUT_UNITS`): Claude Code's Bash `timeout` and Monitor `timeout_ms` and OpenCode's bash
+  `timeout` are milliseconds; mini-SWE-agent's `timeout` (its `execute(..., timeout=)`) is seconds.
+  Without a harness, `timeout`/`timeout_ms` are read as milliseconds, the unit of the harnesses whose
+  model-facing tools take a timeout argument;
 - mini-SWE-agent's `environment.timeout`, passed in seconds as `env_timeout_s`.
 No default is assumed for a timeout the caller did not send.
 
-`background`: `run_in_background: true`, a line that ends in `&`, or a `nohup` launch.
+`background`: `run_in_background: true`, a line that ends in `&`, a `nohup` launch, or Claude Code's
+`Monitor` (it starts a watch and returns).
 The command comes from `command`, else from `args["command"]` (a string or an argv list).
 `sources` names the evidence, in this order: "sleep" or "python-sleep" (min_s); "timeout", "args.timeout",
 "args.timeout_ms", "env.timeout" (only the ones equal to the winning max_s); "trailing-&", "nohup",
-"run_in_background" (background). `parse_hints` never raises; unreadable input gives no hint.
+"run_in_background", "monitor" (background). `parse_hints` never raises; unreadable input gives no hint.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from tao_harness.readiness.units import parse_duration
 # `wait` blocks on background jobs, so it is not instant for an upper bound.
 _INSTANT = (SETUP_PROGRAMS - {"wait"}) | {"echo", "printf", "pwd"}
 _MAX_SCRIPT_DEPTH = 3
+MONITOR_TOOL = "Monitor"
 
 
 @dataclass(frozen=True)
@@ -134,14 +139,29 @@ def _positive_number(value: Any) -> float | None:
     return None
 
 
-def _arg_limits(args: Mapping[str, Any], shell: bool) -> list[tuple[float, str]]:
+_MS = 0.001
+# harness -> argument field -> seconds per unit. `timeout` counts for shell tools only; `timeout_ms`
+# for any tool (Claude Code's Monitor).
+ARG_TIMEOUT_UNITS: dict[str | None, dict[str, float]] = {
+    "claude-code": {"timeout": _MS, "timeout_ms": _MS},
+    "opencode": {"timeout": _MS},
+    "mini-swe-agent": {"timeout": 1.0},
+    None: {"timeout": _MS, "timeout_ms": _MS},
+}
+
+
+def canonical_harness(name: str | None) -> str | None:
+    """One spelling per harness: `tao-run` says "mini-swe-agent", exports from elsewhere "mini_swe_agent"."""
+    return name.strip().lower().replace("_", "-") if name else None
+
+
+def _arg_limits(args: Mapping[str, Any], shell: bool, harness: str | None) -> list[tuple[float, str]]:
+    units = ARG_TIMEOUT_UNITS.get(canonical_harness(harness), ARG_TIMEOUT_UNITS[None])
     limits: list[tuple[float, str]] = []
-    timeout_ms = _positive_number(args.get("timeout")) if shell else None
-    if timeout_ms is not None:
-        limits.append((timeout_ms / 1000.0, "args.timeout"))
-    monitor_ms = _positive_number(args.get("timeout_ms"))
-    if monitor_ms is not None:
-        limits.append((monitor_ms / 1000.0, "args.timeout_ms"))
+    for field, scale in units.items():
+        value = _positive_number(args.get(field)) if shell or field != "timeout" else None
+        if value is not None:
+            limits.append((value * scale, f"args.{field}"))
     return limits
 
 
@@ -164,15 +184,18 @@ def parse_hints(
     args: Mapping[str, Any] | None = None,
     *,
     env_timeout_s: float | None = None,
+    harness: str | None = None,
 ) -> Hints:
-    """Hints for one call; `args` is the tool's own argument object. Never raises."""
+    """Hints for one call; `args` is the tool's own argument object, `harness` the harness that sent it
+    (its units are used for `args` timeouts). Never raises."""
     try:
-        return _parse(tool_name, command, args, env_timeout_s)
+        return _parse(tool_name, command, args, env_timeout_s, harness)
     except Exception:  # noqa: BLE001 - a hint is optional; odd input must never break the caller
         return NO_HINTS
 
 
-def _parse(tool_name: str, command: str | None, args: Mapping[str, Any] | None, env_timeout_s: Any) -> Hints:
+def _parse(tool_name: str, command: str | None, args: Mapping[str, Any] | None, env_timeout_s: Any,
+           harness: str | None) -> Hints:
     shell = isinstance(tool_name, str) and is_shell_tool(tool_name)
     args = args if isinstance(args, Mapping) else {}
     command = command_text(command, args)
@@ -194,13 +217,16 @@ def _parse(tool_name: str, command: str | None, args: Mapping[str, Any] | None, 
         if scan.nohup:
             background = True
             sources.append("nohup")
-    limits.extend(_arg_limits(args, shell))
+    limits.extend(_arg_limits(args, shell, harness))
     env_limit = _positive_number(env_timeout_s)
     if env_limit is not None:
         limits.append((env_limit, "env.timeout"))
     if in_background:
         background = True
         sources.append("run_in_background")
+    if tool_name == MONITOR_TOOL:
+        background = True  # the watch runs on; the call returns once it is set up
+        sources.append("monitor")
     upper = min(limits)[0] if limits else None
     sources.extend(source for limit, source in limits if limit == upper)
     if lower is not None and upper is not None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import re
 
-_DURATION = re.compile(r"^(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?([smhd]?)$")
+# ASCII only: `\d` would also take full-width or Arabic-Indic digits (`sleep ５`), which GNU refuses.
+_DURATION = re.compile(r"^(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?([smhd]?)$", re.ASCII)
 _UNIT_S = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 

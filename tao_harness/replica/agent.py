@@ -3,7 +3,8 @@
 Progress is read statelessly from the request (the number of tool results already in the conversation),
 so the server keeps no per-session state and any number of sessions can replay the same scenario. The
 tool is chosen from what the request offers: `Bash` (Claude Code) or `bash` (OpenCode, mini-SWE-agent),
-`Monitor` where offered. Arguments follow the offered schema: `description`, `timeout`/`timeout_ms`
+`Monitor` where offered (Claude Code's deferred Monitor is first loaded with a ToolSearch call, which
+does not count as a step of the script). Arguments follow the offered schema: `description`, `timeout`/`timeout_ms`
 (milliseconds, the unit Claude Code and OpenCode use), `run_in_background` and `persistent` are sent only
 when the tool declares them. A conversation that mentions mini-SWE-agent's submit marker ends with the
 submit command instead of a text answer. Requests without tools (titles, probes) get a short answer.
@@ -19,6 +20,10 @@ from tao_harness.replica.chat import ChatRequest, Reply, ToolCall, ToolSpec, can
 from tao_harness.replica.scenario import Scenario, ScenarioTurn
 from tao_harness.replica.template import continuation_start, reply_tokens
 
+MONITOR = "Monitor"
+# Claude Code (2.1.328, default settings) defers Monitor behind ToolSearch: after a `select:Monitor`
+# call (its result is a tool_reference), the next request offers Monitor with its schema.
+TOOL_SEARCH = "ToolSearch"
 SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 SUBMIT_COMMAND = f"echo {SUBMIT_MARKER}"
 DEFAULT_TIMEOUT_S = 120.0  # sent only when a tool requires a timeout the turn does not give (Monitor)
@@ -62,7 +67,7 @@ def _padded(reply: Reply, target_tokens: int | None, seed: int) -> Reply:
     missing = target_tokens - len(reply_tokens(reply))
     if missing <= 0:
         return reply
-    return Reply(reasoning_text(missing, seed) + reply.text, reply.tool_calls)
+    return Reply(reply.text, reply.tool_calls, reasoning_text(missing, seed))
 
 
 def script_reply(request: ChatRequest, scenario: Scenario, call_id_prefix: str) -> Reply:
@@ -76,7 +81,9 @@ def script_reply(request: ChatRequest, scenario: Scenario, call_id_prefix: str) 
     return reply
 
 
-def continue_reply(request: ChatRequest, scenario: Scenario, call_id_prefix: str) -> tuple[Reply, int]:
+def continue_reply(
+    request: ChatRequest, scenario: Scenario, call_id_prefix: str, reasoning_parser: bool = False
+) -> tuple[Reply, int]:
     """The scripted reply and how many of its tokens the prompt already holds (0 unless continuing).
 
     With vLLM's `continue_final_message` the final assistant message is the start of the reply (a proxy
@@ -90,13 +97,23 @@ def continue_reply(request: ChatRequest, scenario: Scenario, call_id_prefix: str
     before = replace(request, messages=request.messages[:-1], continue_final_message=False,
                      add_generation_prompt=True, max_tokens=whole)
     reply = script_reply(before, scenario, call_id_prefix)
-    return reply, continuation_start(reply_tokens(reply), prefill)
+    return reply, continuation_start(reply_tokens(reply, reasoning_parser), prefill)
+
+
+def _monitor_tool(request: ChatRequest, call_id_prefix: str) -> ToolSpec | ToolCall | None:
+    """Monitor if it is offered; else a ToolSearch call to load it (once); else None."""
+    monitor = request.find_tool(MONITOR)
+    if monitor is not None or request.find_tool(TOOL_SEARCH) is None or request.results_of(TOOL_SEARCH):
+        return monitor
+    return ToolCall(f"{call_id_prefix}{uuid.uuid4().hex[:24]}", TOOL_SEARCH,
+                    canonical_json({"query": f"select:{MONITOR}", "max_results": 1}))
 
 
 def _script_reply(request: ChatRequest, scenario: Scenario, call_id_prefix: str) -> Reply:
     if not request.tools or request.tool_choice_none:
         return Reply(scenario.side_answer)
-    progress = request.tool_results
+    # Loading a deferred tool is not a step of the script.
+    progress = request.tool_results - len(request.results_of(TOOL_SEARCH))
     turn = scenario.turn(progress)
     bash = request.find_tool("Bash", "bash") or next(
         (t for t in request.tools if "command" in t.properties), None
@@ -107,7 +124,10 @@ def _script_reply(request: ChatRequest, scenario: Scenario, call_id_prefix: str)
             return _padded(Reply(turn.answer or ""), turn.output_tokens, progress)
         command = SUBMIT_COMMAND
     elif turn.monitor is not None:
-        tool, command = request.find_tool("Monitor") or bash, turn.monitor
+        monitor = _monitor_tool(request, call_id_prefix)
+        if isinstance(monitor, ToolCall):
+            return Reply("", (monitor,))
+        tool, command = monitor or bash, turn.monitor
     if tool is None or command is None:
         return Reply(f"No shell tool is offered, so I cannot run: {turn.bash or turn.monitor}")
     call = ToolCall(f"{call_id_prefix}{uuid.uuid4().hex[:24]}", tool.name, _arguments(tool, command, turn))

@@ -1,15 +1,19 @@
 """Anthropic Messages wire format: request bodies → `ChatRequest`, generated tokens → Messages responses.
 
-Streams use Anthropic's event sequence: `message_start`, then per content block `content_block_start`,
-`content_block_delta` (`text_delta` / `input_json_delta`), `content_block_stop`, then `message_delta`
-(stop_reason, output usage) and `message_stop`. Usage follows Anthropic's meaning: `input_tokens` are the
-prompt tokens *not* read from the cache, `cache_read_input_tokens` the prefix-cache hit, so their sum is
-the prompt length. `cache_control`, `thinking` and other unknown fields are accepted and ignored.
+Streams use Anthropic's event sequence as vLLM 0.32 sends it: `message_start` (usage: the whole prompt
+as `input_tokens`, `output_tokens` 0, no cache fields), then per content block `content_block_start`,
+`content_block_delta` (`thinking_delta` + `signature_delta` / `text_delta` / `input_json_delta`),
+`content_block_stop`, then `message_delta` (stop_reason and the full usage) and `message_stop`. Usage
+follows Anthropic's meaning: `input_tokens` are the prompt tokens neither read from the cache
+(`cache_read_input_tokens`) nor written to it (`cache_creation_input_tokens`), so the three add up to the
+prompt; the cache fields appear only with `--enable-prompt-tokens-details`, as on vLLM. Ids are vLLM's
+`chatcmpl-…`. `cache_control`, `thinking` and other unknown fields are accepted and ignored.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any, Literal
 
 from pydantic import Field
@@ -111,12 +115,14 @@ def parse_messages(body: MessagesBody | CountTokensBody, request_id: str) -> Cha
     )
 
 
-def usage_json(usage: Usage) -> dict[str, Any]:
+def usage_json(usage: Usage, details: bool) -> dict[str, Any]:
+    if not details:
+        return {"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens}
     return {
-        "input_tokens": usage.prompt_tokens - usage.cached_tokens,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": usage.cached_tokens,
+        "input_tokens": usage.prompt_tokens - usage.cached_tokens - usage.created_cache_tokens,
         "output_tokens": usage.completion_tokens,
+        "cache_creation_input_tokens": usage.created_cache_tokens,
+        "cache_read_input_tokens": usage.cached_tokens,
     }
 
 
@@ -126,13 +132,15 @@ _STOP_REASONS = {"length": "max_tokens", "tool_calls": "tool_use", "stop": "end_
 class MessagesFormatter(ReplyFormatter):
     """Builds one Messages response, streamed as (event, data) pairs or whole."""
 
-    def __init__(self, request: ChatRequest, calls: tuple[ToolCall, ...], truncated: bool) -> None:
-        super().__init__(request, calls, truncated)
-        self.id = f"msg_{request.request_id}"
+    def __init__(
+        self, request: ChatRequest, calls: tuple[ToolCall, ...], truncated: bool, usage_details: bool = True
+    ) -> None:
+        super().__init__(request, calls, truncated, usage_details)
+        self.id = f"chatcmpl-{request.request_id}"
         self._open: tuple[str, int] | None = None  # (block kind, call index) of the open content block
         self._blocks = 0
 
-    def _message(self, content: list[dict[str, Any]], stop: str | None, usage: Usage) -> dict[str, Any]:
+    def _message(self, content: list[dict[str, Any]], stop: str | None, usage: dict[str, Any]) -> dict[str, Any]:
         return {
             "id": self.id,
             "type": "message",
@@ -140,35 +148,38 @@ class MessagesFormatter(ReplyFormatter):
             "model": self.request.model,
             "content": content,
             "stop_reason": stop,
-            "stop_sequence": None,
-            "usage": usage_json(usage),
+            "usage": usage,
         }
 
     def _close(self) -> list[tuple[str, dict[str, Any]]]:
         if self._open is None:
             return []
+        events: list[tuple[str, dict[str, Any]]] = []
+        index = self._blocks
+        if self._open[0] == "thinking":  # vLLM signs a thinking block just before closing it
+            delta = {"type": "signature_delta", "signature": uuid.uuid4().hex}
+            events.append(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}))
         self._open = None
         self._blocks += 1
-        return [("content_block_stop", {"type": "content_block_stop", "index": self._blocks - 1})]
+        return events + [("content_block_stop", {"type": "content_block_stop", "index": index})]
+
+    def _text_block(self, kind: str, text: str) -> list[tuple[str, dict[str, Any]]]:
+        """Events for `text` in a block of `kind` ("text" or "thinking"), opening the block if needed."""
+        events: list[tuple[str, dict[str, Any]]] = []
+        if self._open != (kind, -1):
+            events += self._close()
+            self._open = (kind, -1)
+            start = {"type": "content_block_start", "index": self._blocks, "content_block": {"type": kind, kind: ""}}
+            events.append(("content_block_start", start))
+        delta = {"type": f"{kind}_delta", kind: text}
+        events.append(("content_block_delta", {"type": "content_block_delta", "index": self._blocks, "delta": delta}))
+        return events
 
     def _events(self, token: ReplyToken) -> list[tuple[str, dict[str, Any]]]:
         events: list[tuple[str, dict[str, Any]]] = []
         index = self._blocks
-        if token.kind == "text":
-            if self._open != ("text", -1):
-                events += self._close()
-                index = self._blocks
-                self._open = ("text", -1)
-                start = {
-                    "type": "content_block_start",
-                    "index": index,
-                    "content_block": {"type": "text", "text": ""},
-                }
-                events.append(("content_block_start", start))
-            delta = {"type": "text_delta", "text": token.text}
-            events.append(
-                ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
-            )
+        if token.kind in ("text", "reasoning"):
+            events += self._text_block("text" if token.kind == "text" else "thinking", token.text)
         elif token.kind == "call_start":
             events += self._close()
             call = self.calls[token.call_index]
@@ -191,10 +202,9 @@ class MessagesFormatter(ReplyFormatter):
         """The SSE events for one engine delivery, in order."""
         events: list[tuple[str, dict[str, Any]]] = []
         if self.deliveries == 0:
-            start_usage = Usage(progress.usage.prompt_tokens, progress.usage.cached_tokens, 1)
-            events.append(
-                ("message_start", {"type": "message_start", "message": self._message([], None, start_usage)})
-            )
+            start_usage = {"input_tokens": progress.usage.prompt_tokens, "output_tokens": 0}
+            message = self._message([], None, start_usage) | {"stop_sequence": None}
+            events.append(("message_start", {"type": "message_start", "message": message}))
         self.absorb(progress)
         for token in coalesce(progress.tokens):
             events += self._events(token)
@@ -204,7 +214,7 @@ class MessagesFormatter(ReplyFormatter):
             events.append(
                 (
                     "message_delta",
-                    {"type": "message_delta", "delta": delta, "usage": usage_json(progress.usage)},
+                    {"type": "message_delta", "delta": delta, "usage": usage_json(progress.usage, self.usage_details)},
                 )
             )
             events.append(("message_stop", {"type": "message_stop"}))
@@ -212,7 +222,11 @@ class MessagesFormatter(ReplyFormatter):
 
     def message(self, usage: Usage) -> dict[str, Any]:
         """The whole non-streamed response."""
-        content: list[dict[str, Any]] = [{"type": "text", "text": self.text()}] if self.text() else []
+        content: list[dict[str, Any]] = []
+        if self.reasoning():
+            content.append({"type": "thinking", "thinking": self.reasoning(), "signature": uuid.uuid4().hex})
+        if self.text():
+            content.append({"type": "text", "text": self.text()})
         for index in self.started_calls():
             try:
                 arguments = json.loads(self.arguments(index))
@@ -220,4 +234,4 @@ class MessagesFormatter(ReplyFormatter):
                 arguments = {}
             call = self.calls[index]
             content.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
-        return self._message(content, _STOP_REASONS[self.outcome()], usage)
+        return self._message(content, _STOP_REASONS[self.outcome()], usage_json(usage, self.usage_details))

@@ -91,6 +91,8 @@ class ChatRequest:
     tool_choice_none: bool = False  # the client forbade tool calls for this request
     stream: bool = False
     include_usage: bool = False  # OpenAI stream_options.include_usage
+    # stream_options.continuous_usage_stats (with include_usage, as in vLLM): usage on every chunk too.
+    continuous_usage: bool = False
     max_tokens: int | None = None
     ignore_eos: bool = False  # vLLM's sampling flag: the reply runs to max_tokens whatever the script says
     raw_prompt: str | None = None  # /v1/completions: the prompt text, rendered without a template
@@ -104,6 +106,11 @@ class ChatRequest:
     def tool_results(self) -> int:
         """How many tool results the conversation holds: the scripted agent's progress."""
         return sum(1 for m in self.messages if m.role == "tool")
+
+    def results_of(self, tool_name: str) -> list[str]:
+        """Texts of the tool results that answer calls of `tool_name`, in order."""
+        ids = {call.id for m in self.messages for call in m.tool_calls if call.name == tool_name}
+        return [m.text for m in self.messages if m.role == "tool" and m.tool_call_id in ids]
 
     def find_tool(self, *names: str) -> ToolSpec | None:
         """The first offered tool whose name is one of `names` (exact match first, then case-insensitive)."""
@@ -125,9 +132,10 @@ class Reply:
 
     text: str
     tool_calls: tuple[ToolCall, ...] = field(default=())
+    reasoning: str = ""  # thinking before the text (the padding a reply is given to cost its tokens)
 
 
-PieceKind = Literal["text", "call_start", "call_args", "marker"]
+PieceKind = Literal["reasoning", "text", "call_start", "call_args", "marker"]
 
 
 @dataclass(frozen=True)
@@ -135,25 +143,33 @@ class ReplyToken:
     """One generated token and what it shows when streamed."""
 
     token_id: int
-    kind: PieceKind  # text: part of the answer text; call_start/call_args: of tool call `call_index`
+    # reasoning: thinking (only with a reasoning parser; else it is text); text: part of the answer text;
+    # call_start/call_args: of tool call `call_index`
+    kind: PieceKind
     text: str = ""
     call_index: int = -1
 
 
-def coalesce(tokens: tuple[ReplyToken, ...]) -> list[ReplyToken]:
-    """Merges runs of text (or of one call's argument) tokens, so one delivery streams as one delta each.
+def coalesce_counted(tokens: tuple[ReplyToken, ...]) -> list[tuple[ReplyToken, int]]:
+    """Merges runs of text (or of one call's argument) tokens, so one delivery streams as one delta each;
+    with each merged token, how many tokens it stands for.
 
     vLLM sends one chunk per engine step and request; a delivery here covers a macro-step.
     """
-    out: list[ReplyToken] = []
+    out: list[tuple[ReplyToken, int]] = []
     for token in tokens:
-        last = out[-1] if out else None
-        mergeable = token.kind in ("text", "call_args")
+        last, merged = out[-1] if out else (None, 0)
+        mergeable = token.kind in ("reasoning", "text", "call_args")
         if last is not None and mergeable and (last.kind, last.call_index) == (token.kind, token.call_index):
-            out[-1] = ReplyToken(last.token_id, last.kind, last.text + token.text, last.call_index)
+            out[-1] = ReplyToken(last.token_id, last.kind, last.text + token.text, last.call_index), merged + 1
         else:
-            out.append(token)
+            out.append((token, 1))
     return out
+
+
+def coalesce(tokens: tuple[ReplyToken, ...]) -> list[ReplyToken]:
+    """`coalesce_counted` without the counts."""
+    return [token for token, _ in coalesce_counted(tokens)]
 
 
 @dataclass(frozen=True)
@@ -163,6 +179,8 @@ class Usage:
     prompt_tokens: int
     cached_tokens: int  # prompt tokens served from the prefix cache
     completion_tokens: int
+    created_cache_tokens: int = 0  # prompt tokens computed and written to the prefix cache (full blocks)
+    reasoning_tokens: int = 0  # completion tokens that were reasoning
 
 
 @dataclass(frozen=True)
@@ -181,10 +199,13 @@ Outcome = Literal["length", "tool_calls", "stop"]
 class ReplyFormatter:
     """What the API formatters share: the request, its scripted calls and the tokens generated so far."""
 
-    def __init__(self, request: ChatRequest, calls: tuple[ToolCall, ...], truncated: bool) -> None:
+    def __init__(
+        self, request: ChatRequest, calls: tuple[ToolCall, ...], truncated: bool, usage_details: bool = True
+    ) -> None:
         self.request = request
         self.calls = calls
         self.truncated = truncated  # max_tokens cut the scripted reply short
+        self.usage_details = usage_details  # vLLM's --enable-prompt-tokens-details
         self.generated: list[ReplyToken] = []
         self.deliveries = 0
 
@@ -201,6 +222,9 @@ class ReplyFormatter:
 
     def text(self) -> str:
         return "".join(t.text for t in self.generated if t.kind == "text")
+
+    def reasoning(self) -> str:
+        return "".join(t.text for t in self.generated if t.kind == "reasoning")
 
     def started_calls(self) -> list[int]:
         return sorted({t.call_index for t in self.generated if t.kind == "call_start"})

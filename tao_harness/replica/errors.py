@@ -1,9 +1,10 @@
-"""Error responses in the shapes vLLM (OpenAI API) and Anthropic return, so clients raise their usual errors.
+"""Error responses in the shapes vLLM returns, so clients raise their usual errors.
 
-OpenAI/vLLM: `{"error": {"message", "type", "param", "code"}}`; Anthropic:
-`{"type": "error", "error": {"type", "message"}}`. Handlers raise `ApiError`; the middleware renders it
-in the shape of the API the path belongs to, and turns any unexpected exception into a 500 of the same
-shape instead of a traceback page.
+OpenAI routes: `{"error": {"message", "type", "param", "code"}}`; Anthropic routes:
+`{"type": "error", "error": {"type", "message"}}`. vLLM 0.32 names the error type the same way on both
+(`BadRequestError`, `NotFoundError`, ...; not Anthropic's own `invalid_request_error`), and so does this
+replica. Handlers raise `ApiError`; the middleware renders it in the shape of the API the path belongs
+to, and turns any unexpected exception into a 500 of the same shape instead of a traceback page.
 """
 
 from __future__ import annotations
@@ -17,27 +18,22 @@ from pydantic import ValidationError
 
 _log = logging.getLogger(__name__)
 
-_OPENAI_TYPES = {
+_ERROR_TYPES = {
     400: "BadRequestError",
     404: "NotFoundError",
     405: "MethodNotAllowed",
     500: "InternalServerError",
-}
-_ANTHROPIC_TYPES = {
-    400: "invalid_request_error",
-    404: "not_found_error",
-    405: "invalid_request_error",
-    500: "api_error",
 }
 
 
 class ApiError(Exception):
     """A request the server refuses, with the HTTP status to answer with."""
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(self, message: str, status: int = 400, param: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.param = param  # the request field at fault, as vLLM names it (e.g. "model")
 
 
 def validation_message(exc: ValidationError) -> str:
@@ -51,18 +47,17 @@ def is_anthropic_path(path: str) -> bool:
     return path.startswith("/v1/messages")
 
 
-def error_body(path: str, message: str, status: int) -> dict[str, Any]:
+def error_body(path: str, message: str, status: int, param: str | None = None) -> dict[str, Any]:
     """The error JSON for `path`'s API (also sent as an SSE event when a stream fails midway)."""
+    kind = _ERROR_TYPES.get(status, "BadRequestError" if status < 500 else "InternalServerError")
     if is_anthropic_path(path):
-        kind = _ANTHROPIC_TYPES.get(status, "invalid_request_error" if status < 500 else "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
-    kind = _OPENAI_TYPES.get(status, "BadRequestError" if status < 500 else "InternalServerError")
-    return {"error": {"message": message, "type": kind, "param": None, "code": status}}
+    return {"error": {"message": message, "type": kind, "param": param, "code": status}}
 
 
-def error_response(path: str, message: str, status: int) -> web.Response:
+def error_response(path: str, message: str, status: int, param: str | None = None) -> web.Response:
     """The error response for `path`'s API."""
-    return web.json_response(error_body(path, message, status), status=status)
+    return web.json_response(error_body(path, message, status, param), status=status)
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -73,7 +68,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     try:
         return await handler(request)
     except ApiError as exc:
-        return error_response(request.path, exc.message, exc.status)
+        return error_response(request.path, exc.message, exc.status, exc.param)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -33,8 +34,8 @@ class RankCounters:
 
     prompt_tokens: int = 0
     generation_tokens: int = 0
-    finished_requests: int = 0
     aborted_requests: int = 0
+    finished_by_reason: Counter[str] = field(default_factory=Counter)  # engine finish reason -> requests
 
 
 @dataclass
@@ -69,7 +70,7 @@ class RankDriver:
             self.counters.generation_tokens += len(output.new_token_ids)
             if output.finished:
                 del self._queues[output.request_id]
-                self.counters.finished_requests += 1
+                self.counters.finished_by_reason[output.finish_reason or "stop"] += 1
                 self.counters.prompt_tokens += output.prompt_tokens
             queue.put_nowait(output)
 
@@ -151,7 +152,15 @@ class ReplyStream:
         self.finished = output.finished
         new = self.reply[self._cursor : self._cursor + len(output.new_token_ids)]
         self._cursor += len(new)
-        usage = Usage(output.prompt_tokens, output.cached_tokens, output.completion_tokens)
+        block = self.driver.engine.block_size
+        usage = Usage(
+            output.prompt_tokens,
+            output.cached_tokens,
+            output.completion_tokens,
+            # vLLM's created_cache_tokens: the prompt's full blocks, less those that were already cached.
+            created_cache_tokens=max(0, output.prompt_tokens // block * block - output.cached_tokens),
+            reasoning_tokens=sum(1 for t in self.reply[: self._cursor] if t.kind == "reasoning"),
+        )
         cut_short = output.finished and self._cursor < len(self.reply)
         if output.finished:
             _log.info(

@@ -69,13 +69,15 @@ _SERIES: tuple[tuple[type[GaugeMetricFamily] | type[CounterMetricFamily], str, s
         "Number of generation tokens processed.",
         lambda d, m: d.counters.generation_tokens,
     ),
-    (
-        CounterMetricFamily,
-        "vllm:request_success",
-        "Count of successfully processed requests.",
-        lambda d, m: d.counters.finished_requests,
-    ),
 )
+# vLLM's finished_reason label values, each series present from the start as on vLLM.
+_FINISH_REASONS = ("stop", "length", "abort", "error", "repetition")
+
+
+def _finished(driver: RankDriver, reason: str) -> int:
+    if reason == "abort":
+        return driver.counters.aborted_requests
+    return driver.counters.finished_by_reason[reason]
 
 
 class ReplicaCollector(Collector):
@@ -90,16 +92,27 @@ class ReplicaCollector(Collector):
         info = GaugeMetricFamily(
             "vllm:cache_config_info",
             "Information of the LLMEngine CacheConfig",
-            labels=["engine", "num_gpu_blocks", "block_size", "enable_prefix_caching"],
+            labels=["engine", "num_gpu_blocks", "block_size", "kv_cache_size_tokens", "enable_prefix_caching"],
         )
+        # As in vLLM 0.32 with --data-parallel-size N: num_gpu_blocks is the sum over all N engines,
+        # repeated on each engine's series; kv_cache_size_tokens is the engine's own capacity.
+        total_blocks = sum(m.num_gpu_blocks for _, m in readings)
         for driver, m in readings:
-            info.add_metric([str(driver.rank), str(m.num_gpu_blocks), str(m.block_size), "True"], 1.0)
+            labels = [str(driver.rank), str(total_blocks), str(m.block_size), str(m.num_gpu_blocks * m.block_size)]
+            info.add_metric([*labels, "True"], 1.0)
         yield info
         for family, name, help_text, read in _SERIES:
             metric = family(name, help_text, labels=_LABELS)
             for driver, m in readings:
                 metric.add_metric([self.model_name, str(driver.rank)], read(driver, m))
             yield metric
+        success = CounterMetricFamily(
+            "vllm:request_success", "Count of successfully processed requests.", labels=[*_LABELS, "finished_reason"]
+        )
+        for driver, _ in readings:
+            for reason in _FINISH_REASONS:
+                success.add_metric([self.model_name, str(driver.rank), reason], _finished(driver, reason))
+        yield success
 
 
 def render_metrics(drivers: Sequence[RankDriver], model_name: str) -> bytes:

@@ -7,6 +7,7 @@ tokens into its wire shapes. A client that disconnects mid-stream aborts its eng
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import uuid
@@ -15,7 +16,7 @@ from contextlib import aclosing
 from typing import Any, TypeVar
 
 from aiohttp import web
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, model_validator
 
 from tao_harness.replica import anthropic_format, openai_format, tokenizer
 from tao_harness.replica.agent import continue_reply, reasoning_text, script_reply
@@ -23,10 +24,11 @@ from tao_harness.replica.chat import (ChatRequest, Progress, Reply, ReplyFormatt
                                      WireModel)
 from tao_harness.replica.errors import ApiError, error_body, is_anthropic_path, validation_message
 from tao_harness.replica.generation import EngineFailure, RankDriver, ReplyStream, start_reply
-from tao_harness.replica.keys import DRIVERS, RENDER_CACHE, ROUND_ROBIN, SCENARIO
+from tao_harness.replica.keys import DRIVERS, RENDER_CACHE, ROUND_ROBIN, SCENARIO, SETTINGS, VOCABULARY
 from tao_harness.replica.template import Special, prompt_ids, reply_tokens
 
 Body = TypeVar("Body", bound=BaseModel)
+EMULATED_VLLM_VERSION = "0.32.0"
 SESSION_HEADERS = ("X-Claude-Code-Session-Id", "x-session-id", "X-TAO-Session", "x-session-affinity")
 
 
@@ -36,6 +38,8 @@ async def read_body(request: web.Request, model: type[Body]) -> Body:
         data = json.loads(await request.read() or b"null")
     except ValueError as exc:
         raise ApiError(f"request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ApiError("request body is JSON nested too deeply") from None
     if not isinstance(data, dict):
         raise ApiError("request body must be a JSON object")
     try:
@@ -60,6 +64,15 @@ def pick_driver(request: web.Request) -> RankDriver:
     return drivers[rank]
 
 
+def check_model(request: web.Request, model: str) -> None:
+    """vLLM's 404 for a model the server does not serve (only with `strict_model_name`)."""
+    settings = request.app[SETTINGS]
+    if settings.strict_model_name and model != settings.served_model_name:
+        raise ApiError(
+            f"The model `{model}` does not exist. Valid aliases: {settings.served_model_name}.", 404, "model"
+        )
+
+
 def request_id(request: web.Request) -> str:
     return request.headers.get("X-Request-Id") or uuid.uuid4().hex
 
@@ -68,28 +81,55 @@ def _session_id(request: web.Request) -> str | None:
     return next((request.headers[h] for h in SESSION_HEADERS if h in request.headers), None)
 
 
+def reasoning_parser(request: web.Request) -> bool:
+    return request.app[SETTINGS].reasoning_parser is not None
+
+
+def usage_details(request: web.Request) -> bool:
+    return request.app[SETTINGS].enable_prompt_tokens_details
+
+
 class _Run:
     """Prompt and reply of one request, cut to its max_tokens."""
 
-    def __init__(self, request: web.Request, chat: ChatRequest, reply: Reply, skip: int = 0) -> None:
-        """`skip`: leading reply tokens already in the prompt (a continued final message)."""
+    def __init__(self, request: web.Request, chat: ChatRequest, prompt: list[int], tokens: list[ReplyToken],
+                 reply: Reply, truncated: bool) -> None:
         self.driver = pick_driver(request)
-        self.render_cache = request.app[RENDER_CACHE]
         self.session_id = _session_id(request)
         self.chat = chat
+        self.prompt = prompt
         self.reply = reply
-        tokens = reply_tokens(reply)[skip:]
-        limit = len(tokens) if chat.max_tokens is None else min(chat.max_tokens, len(tokens))
-        self.tokens: list[ReplyToken] = tokens[:limit]
-        self.truncated = limit < len(tokens)
+        self.tokens = tokens
+        self.truncated = truncated
+
+    @classmethod
+    async def prepare(cls, request: web.Request, chat: ChatRequest, script: Callable[[], tuple[Reply, int]]) -> _Run:
+        """Checks max_tokens against the context, then scripts the reply off the event loop.
+
+        `script` gives the reply and how many of its leading tokens the prompt already holds (a continued
+        final message). A reply as long as the context (ignore_eos, legacy completions) takes seconds to
+        build: in a thread, /health and the other streams keep being served meanwhile.
+        """
+        prompt = prompt_ids(chat, request.app[RENDER_CACHE])
+        _check_max_tokens(chat, request.app[DRIVERS][0].engine.max_model_len)
+        parser = reasoning_parser(request)
+
+        def build() -> tuple[Reply, list[ReplyToken], bool]:
+            reply, skip = script()
+            tokens = reply_tokens(reply, parser)[skip:]
+            limit = len(tokens) if chat.max_tokens is None else min(chat.max_tokens, len(tokens))
+            # A run that reaches max_tokens ends "length", also when ignore_eos padded the reply to it (vLLM).
+            return reply, tokens[:limit], limit < len(tokens) or (chat.ignore_eos and limit == chat.max_tokens)
+
+        reply, tokens, truncated = await asyncio.to_thread(build)
+        return cls(request, chat, prompt, tokens, reply, truncated)
 
     def start(self) -> ReplyStream:
         """Puts the request into the engine now; a request the engine refuses is a 400."""
         try:
             # X-Request-Id may repeat (client retries); the engine needs ids unique among its requests.
             engine_id = f"{self.chat.request_id}-{uuid.uuid4().hex[:8]}"
-            prompt = prompt_ids(self.chat, self.render_cache)
-            return start_reply(self.driver, engine_id, prompt, self.tokens, self.session_id)
+            return start_reply(self.driver, engine_id, self.prompt, self.tokens, self.session_id)
         except ValueError as exc:
             raise ApiError(str(exc)) from None
 
@@ -104,6 +144,16 @@ class _Run:
         except EngineFailure as exc:
             raise ApiError(str(exc), 500) from None
         return usage
+
+
+def _check_max_tokens(chat: ChatRequest, max_model_len: int) -> None:
+    """vLLM 0.32 refuses a max_tokens past the context before any work (a prompt too long for the context
+    is the engine's to refuse; a reply that meets the context's end stops there, "length")."""
+    if chat.max_tokens is not None and chat.max_tokens > max_model_len:
+        field = "max_completion_tokens" if chat.api == "anthropic" else "max_tokens"
+        raise ApiError(
+            f"{field}={chat.max_tokens} cannot be greater than max_model_len={max_model_len}. Please "
+            f"request fewer output tokens. (parameter={field}, value={chat.max_tokens})", 400, field)
 
 
 async def _stream(
@@ -148,8 +198,12 @@ async def _openai_response(
 async def chat_completions(request: web.Request) -> web.StreamResponse:
     body = await read_body(request, openai_format.ChatBody)
     chat = openai_format.parse_chat(body, request_id(request))
-    run = _Run(request, chat, *continue_reply(chat, request.app[SCENARIO], openai_format.TOOL_CALL_ID_PREFIX))
-    formatter = openai_format.ChatFormatter(chat, run.reply.tool_calls, run.truncated)
+    check_model(request, chat.model)
+    scenario, parser = request.app[SCENARIO], reasoning_parser(request)
+    run = await _Run.prepare(request, chat,
+                             lambda: continue_reply(chat, scenario, openai_format.TOOL_CALL_ID_PREFIX, parser))
+    formatter = openai_format.ChatFormatter(chat, run.reply.tool_calls, run.truncated, usage_details(request),
+                                            reasoning_parser(request))
     return await _openai_response(request, run, formatter)
 
 
@@ -157,15 +211,22 @@ async def completions(request: web.Request) -> web.StreamResponse:
     """Legacy completions: no script, `max_tokens` tokens of filler text (finish_reason "length")."""
     body = await read_body(request, openai_format.CompletionBody)
     chat = openai_format.parse_completion(body, request_id(request))
-    run = _Run(request, chat, Reply(reasoning_text(chat.max_tokens or 16, seed=0)))
-    return await _openai_response(request, run, openai_format.CompletionFormatter(chat, run.truncated))
+    check_model(request, chat.model)
+    run = await _Run.prepare(request, chat, lambda: (Reply(reasoning_text(chat.max_tokens or 16, seed=0)), 0))
+    formatter = openai_format.CompletionFormatter(chat, run.truncated, usage_details(request))
+    return await _openai_response(request, run, formatter)
 
 
 async def messages(request: web.Request) -> web.StreamResponse:
     body = await read_body(request, anthropic_format.MessagesBody)
     chat = anthropic_format.parse_messages(body, request_id(request))
-    run = _Run(request, chat, script_reply(chat, request.app[SCENARIO], anthropic_format.TOOL_CALL_ID_PREFIX))
-    formatter = anthropic_format.MessagesFormatter(chat, run.reply.tool_calls, run.truncated)
+    check_model(request, chat.model)
+    scenario = request.app[SCENARIO]
+    run = await _Run.prepare(request, chat,
+                             lambda: (script_reply(chat, scenario, anthropic_format.TOOL_CALL_ID_PREFIX), 0))
+    formatter = anthropic_format.MessagesFormatter(
+        chat, run.reply.tool_calls, run.truncated, usage_details(request)
+    )
     if not chat.stream:
         return web.json_response(formatter.message(await run.collect(formatter)))
 
@@ -179,23 +240,64 @@ async def messages(request: web.Request) -> web.StreamResponse:
 
 
 class TokenizeBody(WireModel):
-    """vLLM's `POST /tokenize`, completion form (a prompt string)."""
+    """vLLM's `POST /tokenize`: a prompt string, or chat messages rendered with the chat template."""
 
     model: str | None = None
-    prompt: str
+    prompt: str | None = None
+    messages: list[openai_format.ChatMessageBody] | None = None
     add_special_tokens: bool = True
+    add_generation_prompt: bool = True
+    continue_final_message: bool = False
+
+    @model_validator(mode="after")
+    def _one_input(self) -> TokenizeBody:
+        if (self.prompt is None) == (self.messages is None):
+            raise ValueError("give either `prompt` or `messages`")
+        if self.continue_final_message and self.add_generation_prompt:
+            raise ValueError("Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
+        return self
 
 
 async def tokenize(request: web.Request) -> web.Response:
-    """vLLM's `/tokenize`: the prompt's token ids and count (the proxy sizes a failed-over stream with it)."""
+    """vLLM's `/tokenize`: the token ids and count of a prompt or of rendered messages (the proxy sizes a
+    failed-over stream with it)."""
     body = await read_body(request, TokenizeBody)
-    ids = [Special.BEGIN] if body.add_special_tokens else []
-    ids += tokenizer.encode(body.prompt)
+    if body.messages is not None:
+        chat = openai_format.parse_tokenize(body.messages, body.add_generation_prompt, body.continue_final_message)
+        ids = prompt_ids(chat, request.app[RENDER_CACHE])
+        for message in chat.messages:  # so /detokenize can spell these ids
+            request.app[VOCABULARY].encode(message.text)
+    else:
+        ids = [Special.BEGIN] if body.add_special_tokens else []
+        ids += request.app[VOCABULARY].encode(body.prompt or "")
     max_model_len = request.app[DRIVERS][0].engine.max_model_len
-    return web.json_response({"count": len(ids), "max_model_len": max_model_len, "tokens": ids})
+    return web.json_response(
+        {"count": len(ids), "max_model_len": max_model_len, "tokens": ids, "token_strs": None}
+    )
+
+
+class DetokenizeBody(WireModel):
+    model: str | None = None
+    tokens: list[int]
+
+
+async def detokenize(request: web.Request) -> web.Response:
+    """vLLM's `/detokenize`, for the ids this server has handed out through `/tokenize`."""
+    body = await read_body(request, DetokenizeBody)
+    try:
+        return web.json_response({"prompt": request.app[VOCABULARY].decode(body.tokens)})
+    except KeyError as exc:
+        raise ApiError(f"token id {exc.args[0]} is not one this emulated tokenizer has handed out", 400,
+                       "tokens") from None
+
+
+async def version(request: web.Request) -> web.Response:
+    """vLLM's `/version`: the vLLM release whose API this replica emulates."""
+    return web.json_response({"version": EMULATED_VLLM_VERSION})
 
 
 async def count_tokens(request: web.Request) -> web.Response:
     body = await read_body(request, anthropic_format.CountTokensBody)
     chat = anthropic_format.parse_messages(body, request_id(request))
-    return web.json_response({"input_tokens": len(prompt_ids(chat, request.app[RENDER_CACHE]))})
+    count = len(prompt_ids(chat, request.app[RENDER_CACHE]))
+    return web.json_response({"input_tokens": count, "context_management": {"original_input_tokens": count}})

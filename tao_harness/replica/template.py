@@ -17,7 +17,7 @@ from enum import IntEnum
 from functools import partial
 
 from tao_harness.replica import tokenizer
-from tao_harness.replica.chat import ChatMessage, ChatRequest, Reply, ReplyToken, ToolCall, ToolSpec
+from tao_harness.replica.chat import ChatMessage, ChatRequest, PieceKind, Reply, ReplyToken, ToolCall, ToolSpec
 
 
 class Special(IntEnum):
@@ -54,9 +54,20 @@ def _tool_call_tokens(index: int, call: ToolCall) -> list[ReplyToken]:
     return tokens
 
 
-def reply_tokens(reply: Reply) -> list[ReplyToken]:
-    """The tokens the engine generates for `reply`, ending with the end-of-message token."""
-    tokens = [ReplyToken(tokenizer.piece_id(p), "text", p) for p in tokenizer.pieces(reply.text)]
+def _text_tokens(text: str, kind: PieceKind) -> list[ReplyToken]:
+    return [ReplyToken(tokenizer.piece_id(p), kind, p) for p in tokenizer.pieces(text)]
+
+
+def reply_tokens(reply: Reply, reasoning_parser: bool = False) -> list[ReplyToken]:
+    """The tokens the engine generates for `reply`, ending with the end-of-message token.
+
+    With a reasoning parser the reasoning tokens are told apart from the text; without one they are
+    text, as a reasoning model's thinking is to a vLLM server started without `--reasoning-parser`.
+    """
+    if reasoning_parser:
+        tokens = _text_tokens(reply.reasoning, "reasoning") + _text_tokens(reply.text, "text")
+    else:
+        tokens = _text_tokens(reply.reasoning + reply.text, "text")
     for index, call in enumerate(reply.tool_calls):
         tokens += _tool_call_tokens(index, call)
     tokens.append(ReplyToken(Special.END_OF_MESSAGE, "marker"))

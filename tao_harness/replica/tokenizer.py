@@ -48,3 +48,32 @@ def encode(text: str) -> list[int]:
 def count(text: str) -> int:
     """Number of tokens in `text`."""
     return len(pieces(text))
+
+
+class Vocabulary:
+    """The pieces behind the ids a server has handed out, so `/detokenize` can map them back.
+
+    Ids are hashes of their pieces and cannot be inverted; a server remembers the pieces of the text it
+    tokenized for clients (bounded: the oldest are forgotten first).
+    """
+
+    def __init__(self, max_pieces: int = 200_000) -> None:
+        self.max_pieces = max_pieces
+        self._pieces: dict[int, str] = {}
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of `text`, remembering their pieces."""
+        ids = []
+        for piece in pieces(text):
+            token = piece_id(piece)
+            self._pieces.pop(token, None)
+            self._pieces[token] = piece
+            ids.append(token)
+        while len(self._pieces) > self.max_pieces:
+            del self._pieces[next(iter(self._pieces))]
+        return ids
+
+    def decode(self, ids: list[int]) -> str:
+        """The text of `ids` (reserved ids spelled `<|special_N|>`); KeyError naming the first text id
+        this vocabulary never handed out."""
+        return "".join(f"<|special_{t}|>" if 0 <= t < FIRST_TEXT_ID else self._pieces[t] for t in ids)

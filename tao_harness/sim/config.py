@@ -56,8 +56,9 @@ class SimConfig(BaseModel):
     max_turn_output_tokens: int = Field(32_768, ge=1)
     """Cap on one turn's reply (the engine's `max_tokens`)."""
 
-    planner: PlannerConfig = PlannerConfig()
-    """Value-triple and DP constants handed to the policy."""
+    planner: PlannerConfig = PlannerConfig(deadline_clock="cpu")
+    """Value-triple and DP constants handed to the policy; the planner's deadline counts CPU time, so a
+    simulation does not depend on how busy the machine is."""
 
     readiness: ReadinessConfig = ReadinessConfig()
     """Readiness estimator constants."""

@@ -5,7 +5,9 @@ Definitions:
 - latency: session start (a worker picked it up) → session end; `mean_latency_s` averages sessions.
 - TTFT: a request issued by the agent → its first token visible (includes waiting in the pool).
 - tool end → first token: the same, for requests that follow a tool (every turn after the first).
-- pause wait: request issued → sent to an engine (time held back by admission control).
+- pause wait (pool wait): request issued → sent to an engine (time held back by admission control).
+- tails: p95 / p99 / max of TTFT and of the pause wait (numpy's linear-interpolation percentiles);
+  `waits_over_bound`: pause waits longer than the planner's `max_wait_s` (0 without a bound).
 - `decode_tok_s`: generated tokens of the whole run / makespan (cluster decode throughput).
 - `prefix_hit_rate`: engine-reported cached prompt tokens / prompt tokens, over all requests.
 - `fallback_rate`: plans answered by BFD after the DP hit its state budget / plans made.
@@ -52,6 +54,11 @@ class SimMetrics:
     fallback_rate: float
     discard_rate: float
     p95_ttft_s: float
+    p99_ttft_s: float
+    max_ttft_s: float
+    p99_pause_wait_s: float
+    max_pause_wait_s: float
+    waits_over_bound: int
     sessions: int
     requests: int
     plans: int
@@ -78,7 +85,8 @@ class _Request:
 class MetricsRecorder:
     """Hooks the simulator calls; `finish()` turns what it saw into `SimMetrics`."""
 
-    def __init__(self) -> None:
+    def __init__(self, wait_bound_s: float | None = None) -> None:
+        self._wait_bound_s = wait_bound_s
         self._session_start: dict[str, float] = {}
         self._latencies: list[float] = []
         self._open: dict[str, _Request] = {}
@@ -144,6 +152,11 @@ class MetricsRecorder:
     def ttft_samples(self) -> tuple[float, ...]:
         return tuple(self._ttft)
 
+    @property
+    def wait_samples(self) -> tuple[float, ...]:
+        """Pause (pool) waits, seconds, in dispatch order."""
+        return tuple(self._pause)
+
     def finish(self, *, admissions: int, interrupts: int, expirations: int, plans_applied: int,
                plans_discarded: int, preemptions: int) -> SimMetrics:
         makespan = self._last_end - (self._first_start or 0.0)
@@ -163,6 +176,11 @@ class MetricsRecorder:
             fallback_rate=self._fallbacks / plans if plans else 0.0,
             discard_rate=plans_discarded / plans_applied if plans_applied else 0.0,
             p95_ttft_s=_percentile(self._ttft, 95),
+            p99_ttft_s=_percentile(self._ttft, 99),
+            max_ttft_s=max(self._ttft, default=0.0),
+            p99_pause_wait_s=_percentile(self._pause, 99),
+            max_pause_wait_s=max(self._pause, default=0.0),
+            waits_over_bound=0 if self._wait_bound_s is None else sum(w > self._wait_bound_s for w in self._pause),
             sessions=len(self._latencies),
             requests=self._requests,
             plans=plans,

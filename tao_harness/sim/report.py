@@ -37,6 +37,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("prefix_hit_rate", "Prefix hit ↑", 3, "higher"),
     Column("makespan_s", "Makespan (s) ↓", 1, "lower"),
     Column("mean_tool_end_to_first_token_s", "Tool end→first token (s) ↓", 3, "lower"),
+    Column("p99_ttft_s", "p99 TTFT (s) ↓", 2, "lower"),
+    Column("max_ttft_s", "max TTFT (s) ↓", 1, "lower"),
+    Column("p99_pause_wait_s", "p99 pool wait (s) ↓", 2, "lower"),
+    Column("max_pause_wait_s", "max pool wait (s) ↓", 1, "lower"),
     Column("admissions", "Admissions", 0, None),
     Column("interrupts", "Interrupts", 0, None),
 )
@@ -66,6 +70,8 @@ class BenchRun:
     timeline: tuple[tuple[float, int], ...] = ()
     """(virtual time, requests running on engines) at every change."""
     ttft_samples: tuple[float, ...] = ()
+    wait_samples: tuple[float, ...] = ()
+    """Pool (pause) waits, seconds."""
     wall_s: float = 0.0
     """Real seconds the simulation took."""
     error: str | None = None
@@ -163,7 +169,8 @@ def format_markdown(runs: Sequence[BenchRun], settings: BenchSettings) -> str:
 
 
 def write_csv(runs: Sequence[BenchRun], settings: BenchSettings, path: Path) -> None:
-    """One row per run with every SimMetrics field; failed runs keep their error."""
+    """One row per run with every SimMetrics field (its `sessions` is the run's own count); failed runs keep
+    their error."""
     metric_keys = list(SimMetrics.__dataclass_fields__)
     with path.open("w", newline="", encoding="utf-8") as out:
         writer = csv.writer(out)
@@ -175,7 +182,6 @@ def write_csv(runs: Sequence[BenchRun], settings: BenchSettings, path: Path) -> 
                 "replicas",
                 "profile",
                 "seed",
-                "sessions",
                 "wall_s",
                 "error",
                 *metric_keys,
@@ -191,7 +197,6 @@ def write_csv(runs: Sequence[BenchRun], settings: BenchSettings, path: Path) -> 
                     settings.replicas,
                     settings.profile,
                     settings.seed,
-                    settings.sessions,
                     round(run.wall_s, 3),
                     run.error or "",
                     *(values.get(k, "") for k in metric_keys),
@@ -206,10 +211,3 @@ def write_tables(runs: Sequence[BenchRun], settings: BenchSettings, out_dir: Pat
     markdown.write_text(format_markdown(runs, settings), encoding="utf-8")
     write_csv(runs, settings, table)
     return [markdown, table]
-
-
-def write_report(runs: Sequence[BenchRun], settings: BenchSettings, out_dir: Path) -> list[Path]:
-    """results.md, results.csv and the PNG plots in `out_dir`; returns the files written."""
-    from tao_harness.sim.report_plots import write_plots
-
-    return [*write_tables(runs, settings, out_dir), *write_plots(runs, out_dir)]

@@ -1,4 +1,5 @@
-"""The comparison's PNG plots: running requests over time, TTFT CDF (per block), decode throughput bars.
+"""The comparison's PNG plots: running requests over time, TTFT and pool-wait CDFs (per block), decode throughput
+bars; and the whole report, its tables (`tao_harness.sim.report`) with these plots.
 
 matplotlib is imported and switched to the Agg backend inside the function that draws, so importing
 this module (or the report) never touches a display or matplotlib's global state.
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tao_harness.sim.report import BenchRun, blocks
+from tao_harness.sim.report import BenchRun, BenchSettings, blocks, write_tables
 
 
 def _slug(text: str) -> str:
@@ -29,6 +30,19 @@ def _pyplot() -> Any:
     return plt
 
 
+def policy_colours(policies: Sequence[str]) -> dict[str, Any]:
+    """A distinct colour per policy, the same in every plot of a comparison (up to 20 policies).
+
+    matplotlib's default cycle has 10 colours, so the 11th policy would repeat the first. tab20 holds
+    10 hues in a dark and a light shade: all dark shades first, then the light ones.
+    """
+    import matplotlib
+
+    table = matplotlib.colormaps["tab20"].colors
+    order = [*table[0::2], *table[1::2]]
+    return {policy: order[i % len(order)] for i, policy in enumerate(dict.fromkeys(policies))}
+
+
 def _legend(ax: Any, ncol: int) -> None:
     # Failed runs draw nothing; an empty legend would only warn.
     if ax.get_legend_handles_labels()[0]:
@@ -42,12 +56,13 @@ def _save(plt: Any, fig: Any, path: Path) -> Path:
     return path
 
 
-def _running(plt: Any, workload: str, workers: int, runs: Sequence[BenchRun], out_dir: Path) -> Path:
+def _running(plt: Any, workload: str, workers: int, runs: Sequence[BenchRun], out_dir: Path,
+             colours: dict[str, Any]) -> Path:
     fig, ax = plt.subplots(figsize=(8, 4))
     for run in runs:
         if run.timeline:
             times, counts = zip(*run.timeline, strict=True)
-            ax.step(times, counts, where="post", label=run.policy, linewidth=1)
+            ax.step(times, counts, where="post", label=run.policy, linewidth=1, color=colours[run.policy])
     ax.set_xlabel("time (s)")
     ax.set_ylabel("running requests")
     ax.set_title(f"{workload} · {workers} workers: requests running on engines")
@@ -55,21 +70,36 @@ def _running(plt: Any, workload: str, workers: int, runs: Sequence[BenchRun], ou
     return _save(plt, fig, out_dir / f"running_{_slug(workload)}_{workers}.png")
 
 
-def _ttft_cdf(plt: Any, workload: str, workers: int, runs: Sequence[BenchRun], out_dir: Path) -> Path:
+def cdf_plot(plt: Any, series: Sequence[tuple[str, Sequence[float]]], what: str, title: str, path: Path,
+             colours: dict[str, Any] | None = None) -> Path:
+    """Empirical CDFs of one quantity, one line per labelled sample set; the tail on a log scale."""
     fig, ax = plt.subplots(figsize=(6, 4))
-    for run in runs:
-        if run.ttft_samples:
-            samples = np.sort(np.asarray(run.ttft_samples))
-            ax.plot(samples, np.arange(1, samples.size + 1) / samples.size, label=run.policy, linewidth=1)
+    for label, values in series:
+        if len(values):
+            samples = np.sort(np.asarray(values))
+            ax.plot(samples, np.arange(1, samples.size + 1) / samples.size, label=label, linewidth=1,
+                    color=(colours or {}).get(label))
     ax.set_xscale("symlog", linthresh=0.1)
-    ax.set_xlabel("TTFT (s)")
+    ax.set_xlabel(what)
     ax.set_ylabel("fraction of requests")
-    ax.set_title(f"{workload} · {workers} workers: TTFT CDF")
+    ax.set_title(title)
     _legend(ax, ncol=1)
-    return _save(plt, fig, out_dir / f"ttft_cdf_{_slug(workload)}_{workers}.png")
+    return _save(plt, fig, path)
 
 
-def _throughput(plt: Any, workload: str, runs: Sequence[BenchRun], out_dir: Path) -> Path:
+def _cdfs(plt: Any, workload: str, workers: int, runs: Sequence[BenchRun], out_dir: Path,
+          colours: dict[str, Any]) -> list[Path]:
+    slug = f"{_slug(workload)}_{workers}"
+    return [
+        cdf_plot(plt, [(r.policy, r.ttft_samples) for r in runs], "TTFT (s)",
+                 f"{workload} · {workers} workers: TTFT CDF", out_dir / f"ttft_cdf_{slug}.png", colours),
+        cdf_plot(plt, [(r.policy, r.wait_samples) for r in runs], "pool wait (s)",
+                 f"{workload} · {workers} workers: pool wait CDF", out_dir / f"wait_cdf_{slug}.png", colours),
+    ]
+
+
+def _throughput(plt: Any, workload: str, runs: Sequence[BenchRun], out_dir: Path,
+                colours: dict[str, Any]) -> Path:
     workers = sorted({r.workers for r in runs})
     policies = list(dict.fromkeys(r.policy for r in runs))
     value = {(r.workers, r.policy): r.metrics.decode_tok_s for r in runs if r.metrics is not None}
@@ -77,7 +107,7 @@ def _throughput(plt: Any, workload: str, runs: Sequence[BenchRun], out_dir: Path
     fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(workers) * len(policies)), 4))
     for i, policy in enumerate(policies):
         heights = [value.get((w, policy), 0.0) for w in workers]
-        ax.bar(np.arange(len(workers)) + i * width, heights, width, label=policy)
+        ax.bar(np.arange(len(workers)) + i * width, heights, width, label=policy, color=colours[policy])
     ax.set_xticks(
         np.arange(len(workers)) + width * (len(policies) - 1) / 2, [f"{w} workers" for w in workers]
     )
@@ -90,10 +120,16 @@ def _throughput(plt: Any, workload: str, runs: Sequence[BenchRun], out_dir: Path
 def write_plots(runs: Sequence[BenchRun], out_dir: Path) -> list[Path]:
     """Every plot for `runs` into `out_dir`; returns the files written."""
     plt = _pyplot()
+    colours = policy_colours([r.policy for r in runs])
     written: list[Path] = []
     for workload, workers, group in blocks(runs):
-        written.append(_running(plt, workload, workers, group, out_dir))
-        written.append(_ttft_cdf(plt, workload, workers, group, out_dir))
+        written.append(_running(plt, workload, workers, group, out_dir, colours))
+        written += _cdfs(plt, workload, workers, group, out_dir, colours)
     for workload in dict.fromkeys(r.workload for r in runs):
-        written.append(_throughput(plt, workload, [r for r in runs if r.workload == workload], out_dir))
+        written.append(_throughput(plt, workload, [r for r in runs if r.workload == workload], out_dir, colours))
     return written
+
+
+def write_report(runs: Sequence[BenchRun], settings: BenchSettings, out_dir: Path) -> list[Path]:
+    """results.md, results.csv and the PNG plots in `out_dir`; returns the files written."""
+    return [*write_tables(runs, settings, out_dir), *write_plots(runs, out_dir)]

@@ -25,6 +25,7 @@ from tao_harness.coordinator.state import ClusterState
 from tao_harness.engine.core import EngineConfig, EngineCore, EngineRequest, RequestOutput
 from tao_harness.engine.hashing import extend_block_hashes
 from tao_harness.policies.registry import get_policy
+from tao_harness.snapshot_dump import snapshot_dump
 from tao_harness.sim.config import SimConfig
 from tao_harness.sim.events import (
     ANY, NONE, EventQueue, PlanNow, Priority, RequestIssued, SessionStart, StepDone, StepLaunch, Tick, ToolEnded,
@@ -49,6 +50,7 @@ class SimResult:
     metrics: SimMetrics
     timeline: tuple[tuple[float, int], ...]  # (virtual time, requests running on engines), at changes
     ttft_samples: tuple[float, ...]  # seconds, in completion order
+    wait_samples: tuple[float, ...]  # pool (pause) waits, seconds, in dispatch order
     wall_s: float  # real time the run took
     events: int  # events processed
 
@@ -71,6 +73,7 @@ class Simulator:
         self._config = config
         self._trace = sorted(trace, key=lambda s: s.arrival_s)  # stable: trace order breaks ties
         self._policy = get_policy(config.policy, config.planner)
+        self._dump = snapshot_dump(config.planner.dump_snapshots)
         engine_config = EngineConfig(profile=config.profile, num_gpu_blocks=config.num_gpu_blocks)
         self._engines = [EngineCore(engine_config) for _ in range(config.replicas)]
         self._node_ids = [f"r{i}" for i in range(config.replicas)]
@@ -87,7 +90,7 @@ class Simulator:
             admission_control=self._policy.admission_control,
         )
         self._queue = EventQueue(config.replicas)
-        self._recorder = MetricsRecorder()
+        self._recorder = MetricsRecorder(config.planner.max_wait_s)
         self._tokens = TokenFactory(config.seed)
         self._live: dict[str, _Live] = {}
         self._by_request: dict[str, str] = {}
@@ -140,6 +143,7 @@ class Simulator:
             metrics=metrics,
             timeline=tuple(self._recorder.timeline),
             ttft_samples=self._recorder.ttft_samples,
+            wait_samples=self._recorder.wait_samples,
             wall_s=time.perf_counter() - wall_start,
             events=events,
         )
@@ -332,6 +336,8 @@ class Simulator:
             return
         snapshot = self._state.snapshot(now)
         signatures = self._state.signatures()
+        if self._dump is not None:
+            self._dump.write(snapshot)
         started = time.perf_counter()
         plan = self._policy.plan(snapshot)
         self._recorder.plan_made((time.perf_counter() - started) * 1000.0, plan.fallback)

@@ -120,6 +120,7 @@ def test_real_runs_in_parallel_write_every_file(tmp_path: Path, capsys: pytest.C
         "running_small.jsonl_2.png",
         "throughput_small.jsonl.png",
         "ttft_cdf_small.jsonl_2.png",
+        "wait_cdf_small.jsonl_2.png",
     ]
     rows = (out / "results.csv").read_text().splitlines()
     assert len(rows) == 3 and rows[0].startswith("workload,workers,policy")

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tao_harness.cli.main import main
+
 pytestmark = pytest.mark.slow
 
 
@@ -28,11 +30,54 @@ def test_demo_drives_sessions_through_the_live_system(tmp_path: Path) -> None:
     with sqlite3.connect(db) as conn:
         requests = conn.execute("select count(*) from llm_requests where status = 'ok'").fetchone()[0]
         calls = conn.execute("select count(*) from tool_calls where duration_s is not null").fetchone()[0]
+        clocks = conn.execute("select distinct time_scale from sessions").fetchall()
+        first, last = conn.execute("select min(started_at), max(ended_at) from sessions").fetchone()
+        spans = conn.execute("select started_at, ended_at, latency_s from llm_requests union all "
+                             "select started_at, ended_at, duration_s from tool_calls").fetchall()
     assert requests == summary["requests"]
     assert calls == summary["requests"] - summary["sessions"]  # every turn but the last calls a tool
+    assert summary["failures"] == {} and summary["time_scale"] == 100 and summary["wall_s"] > 0
+    # Every record of the run is on its one (emulated) clock, and the database says which. Before,
+    # requests started on the wall clock and ended on the emulated one, ~99x the run's wall time apart;
+    # a minute of (emulated) slack is far below that and above any report's delay.
+    assert clocks == [(100.0,)]
+    for started, ended, length in spans:
+        assert first - 60 <= started <= ended <= last + 60
+        assert abs((ended - started) - length) < 1.0
 
 
-def test_demo_rejects_bad_numbers() -> None:
-    done = subprocess.run([sys.executable, "-m", "tao_harness.cli.main", "demo", "--workers", "0"],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "must be positive" in done.stderr
+@pytest.mark.parametrize("db", ["foo://bar", "postgresql+psycopg://u@127.0.0.1:1/x?connect_timeout=2"])
+def test_demo_with_an_unusable_database_is_one_line_and_exit_2(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "--db", db]) == 2  # checked before any replica starts
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("tao demo: error: ") and len(err.splitlines()) == 1, err
+
+
+def test_demo_rejects_bad_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--workers", "0"]) == 2
+    assert "must be positive" in capsys.readouterr().err
+
+
+def test_the_default_replica_memory_holds_the_largest_session() -> None:
+    from tao_harness.cli.demo import BLOCK_TOKENS, blocks_to_hold
+    from tao_harness.sim.workloads import generate
+
+    trace = generate("swe-lite", 12, 0)  # what `make demo` runs
+    largest = max(session.total_tokens for session in trace)
+    assert largest < blocks_to_hold(trace) * BLOCK_TOKENS < 1.5 * largest
+
+
+def test_a_failed_request_says_why() -> None:
+    from tao_harness.fleet.driver import failure_reasons
+    from tao_harness.fleet.session import SessionResult, TurnResult, _refusal
+
+    body = '{"error": {"message": "prompt of 50000 tokens can never fit: the KV cache holds 48000 tokens"}}'
+    reason = _refusal(400, body)
+    assert reason == "HTTP 400: prompt of 50000 tokens can never fit: the KV cache holds 48000 tokens"
+    assert _refusal(502, "Bad Gateway\n<html>") == "HTTP 502: Bad Gateway"
+    failed = TurnResult(0.0, None, 0.1, None, None, None, None, ok=False, error=reason)
+    fine = TurnResult(0.0, 0.1, 0.2, 10, 0, 5, None, ok=True)
+    results = [SessionResult("a", turns=[fine, failed]), SessionResult("b", turns=[failed], error="TimeoutError: ")]
+    assert failure_reasons(results) == {reason: 2, "TimeoutError: ": 1}

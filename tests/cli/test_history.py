@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -86,8 +87,12 @@ def test_predict_json_shape(capsys: pytest.CaptureFixture[str], history_db: Path
     result = _json(
         capsys, "predict", "--db", str(history_db), "--tool", "Bash", "--command", "python -m pytest tests -x"
     )
-    assert set(result) == {"family", "hints", "predicted_s", "source"}
-    assert result["family"] == "bash:pytest" and result["source"] == "family"
+    documented = {"family", "hints", "predicted_s", "source"}
+    assert documented | {"bound_s", "elapsed_s", "horizon_s", "p_return_within_horizon", "remaining_s",
+                         "quantiles_s"} == set(result)
+    assert result["family"] == "bash:pytest" and result["source"] == "neighbors"
+    assert result["bound_s"] >= result["quantiles_s"]["p90"] >= result["predicted_s"] > 0
+    assert 0.0 <= result["p_return_within_horizon"] <= 1.0
     assert result["hints"] == {"min_s": None, "max_s": None, "background": False}
     assert isinstance(result["predicted_s"], float) and result["predicted_s"] > 1.0
     capped = _json(
@@ -100,7 +105,7 @@ def test_predict_json_shape(capsys: pytest.CaptureFixture[str], history_db: Path
         "--args",
         '{"command": "npm test", "timeout": 2000}',
     )
-    assert capped == {
+    assert {k: capped[k] for k in ("family", "hints", "predicted_s", "source")} == {
         "family": "bash:npm",
         "hints": {"min_s": None, "max_s": 2.0, "background": False},
         "predicted_s": 2.0,
@@ -109,7 +114,12 @@ def test_predict_json_shape(capsys: pytest.CaptureFixture[str], history_db: Path
     monitor = _json(
         capsys, "predict", "--db", str(history_db), "--tool", "Monitor", "--args", '{"timeout_ms": 60000}'
     )
-    assert monitor["hints"]["max_s"] == 60.0 and monitor["source"] in ("global", "hint")
+    assert monitor["hints"]["max_s"] == 60.0 and monitor["source"] in ("neighbors", "hint")
+    late = _json(capsys, "predict", "--db", str(history_db), "--tool", "Bash", "--args",
+                 '{"command": "npm test", "timeout": 2000}', "--elapsed", "1.5")
+    assert late["p_return_within_horizon"] == 1.0 and late["remaining_s"] == pytest.approx(0.5)
+    code, _, err = _run(capsys, "predict", "--db", str(history_db), "--tool", "Bash", "--elapsed", "-1")
+    assert code == 2 and "--elapsed" in err
 
 
 def test_predict_text(capsys: pytest.CaptureFixture[str], history_db: Path) -> None:
@@ -126,7 +136,8 @@ def test_export_import_round_trip(
     first, second = tmp_path / f"a.{fmt}", tmp_path / f"b.{fmt}"
     assert _run(capsys, "export", "--db", str(history_db), "--format", fmt, "-o", str(first))[0] == 0
     code, out, _ = _run(capsys, "import", str(first), "--db", str(tmp_path / "new.db"))
-    assert code == 0 and out.startswith("imported ")
+    calls = len(first.read_text().splitlines()) - (fmt == "csv")  # the CSV header is not a call
+    assert code == 0 and out.startswith(f"read {calls} calls: {calls} new, 0 already in ")
     assert (
         _run(capsys, "export", "--db", str(tmp_path / "new.db"), "--format", fmt, "-o", str(second))[0] == 0
     )
@@ -146,12 +157,46 @@ def test_accuracy_report(capsys: pytest.CaptureFixture[str], history_db: Path) -
     report = _json(capsys, "accuracy", "--db", str(history_db))
     assert report["n"] > 200 and 0 < report["mae_s"] and 0 < report["within_share"] <= 1
     assert sum(s["n"] for s in report["by_source"]) == report["n"]
+    overall = report["overall"]
+    assert set(overall["predictors"]) == {"forecast", "zero", "family_median", "hindsight_median", "bound"}
+    assert overall["predictors"]["forecast"]["mae_s"] == report["mae_s"]
+    assert set(overall["bounds"]) == {"forecast", "bound"}
+    assert sum(b["n"] for b in overall["reliability"]) == overall["questions"] >= report["n"]
+    assert sum(g["n"] for g in report["by_harness"].values()) == report["n"]
+    assert sum(g["n"] for g in report["by_family"].values()) == report["n"]
+
+
+def test_accuracy_session_filter_text_and_plot(capsys: pytest.CaptureFixture[str], history_db: Path,
+                                               tmp_path: Path) -> None:
+    session = _json(capsys, "calls", "--db", str(history_db), "--limit", "1")[0]["session_id"]
+    own = _json(capsys, "accuracy", "--db", str(history_db), "--sessions", session)
+    rest = _json(capsys, "accuracy", "--db", str(history_db), "--exclude-sessions", session)
+    everything = _json(capsys, "accuracy", "--db", str(history_db))
+    assert 0 < own["n"] < everything["n"] and own["n"] + rest["n"] == everything["n"]
+    image = tmp_path / "accuracy.png"
+    code, out, _ = _run(capsys, "accuracy", "--db", str(history_db), "-o", str(image))
+    assert code == 0 and "family_median" in out and "readiness calibration" in out
+    assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_accuracy_folds_replay_each_group_of_sessions_alone(capsys: pytest.CaptureFixture[str],
+                                                            history_db: Path) -> None:
+    everything = _json(capsys, "accuracy", "--db", str(history_db))
+    folds = _json(capsys, "accuracy", "--db", str(history_db), "--folds", "3")["folds"]
+    assert len(folds) == 3 and all(fold["n"] > 0 for fold in folds)
+    assert sum(fold["n"] for fold in folds) == everything["n"]
+    code, out, _ = _run(capsys, "accuracy", "--db", str(history_db), "--folds", "3")
+    assert code == 0 and "fold 2" in out and out.count("hindsight_median") == 3
+    for bad in (["--folds", "0"], ["--folds", "2", "-o", "x.png"]):
+        code, _, err = _run(capsys, "accuracy", "--db", str(history_db), *bad)
+        assert code == 2 and "--folds" in err
 
 
 def test_prune(capsys: pytest.CaptureFixture[str], db_copy: Path) -> None:
     assert _json(capsys, "prune", "--db", str(db_copy), "--older-than", "3650d") == {
         "tool_calls": 0,
         "llm_requests": 0,
+        "llm_attempts": 0,
         "plans": 0,
         "sessions": 0,
     }
@@ -213,7 +258,9 @@ def test_subprocess_cli(history_db: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {
+    shown = json.loads(done.stdout)
+    assert shown["p_return_within_horizon"] == 0.0 and shown["bound_s"] == 3.0  # not before 3 s
+    assert {k: shown[k] for k in ("family", "hints", "predicted_s", "source")} == {
         "family": "bash:sleep",
         "hints": {"min_s": 3.0, "max_s": 10.0, "background": False},
         "predicted_s": 3.0,
@@ -245,3 +292,79 @@ def test_database_failure_mid_command_is_one_line(capsys: pytest.CaptureFixture[
         conn.execute("DROP TABLE tool_calls")
     code, _, err = _run(capsys, "calls", "--db", str(db_copy))
     assert code == 2 and err.strip() == "tao history: error: database error: no such table: tool_calls"
+
+
+def test_import_keeps_sessions_that_share_call_ids_and_is_idempotent(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    calls = [
+        {"id": f"call_{n}", "session_id": session, "tool_name": "Bash", "started_at": 100.0 + n, "duration_s": d}
+        for session, d in (("s1", 1.0), ("s2", 2.0))
+        for n in (1, 2, 3)
+    ]
+    source, db = tmp_path / "calls.jsonl", tmp_path / "h.db"
+    source.write_text("".join(json.dumps(call) + "\n" for call in calls))
+    for _ in range(2):
+        assert _run(capsys, "import", str(source), "--db", str(db))[0] == 0
+    code, out, _ = _run(capsys, "export", "--db", str(db), "--format", "jsonl")
+    exported = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len(exported) == 6
+    assert {(c["session_id"], c["id"], c["duration_s"]) for c in exported} == {
+        (c["session_id"], c["id"], c["duration_s"]) for c in calls
+    }
+
+
+def test_read_only_command_on_a_foreign_file_changes_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    foreign = tmp_path / "foreign.db"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE users (name TEXT)")
+    db.close()
+    before = foreign.read_bytes()
+    code, _, err = _run(capsys, "calls", "--db", str(foreign))
+    assert code == 2 and "holds no tao_harness history" in err and len(err.strip().splitlines()) == 1
+    assert foreign.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["foreign.db"]
+
+
+def test_importing_the_same_file_again_stores_nothing_new(
+    capsys: pytest.CaptureFixture[str], history_db: Path, tmp_path: Path
+) -> None:
+    export, db = tmp_path / "calls.jsonl", str(tmp_path / "again.db")
+    assert _run(capsys, "export", "--db", str(history_db), "-o", str(export))[0] == 0
+    calls = len(export.read_text().splitlines())
+    assert _run(capsys, "import", str(export), "--db", db)[1].startswith(f"read {calls} calls: {calls} new")
+    code, out, _ = _run(capsys, "import", str(export), "--db", db)
+    assert code == 0 and out.startswith(f"read {calls} calls: 0 new, {calls} already in ")
+
+
+@pytest.mark.parametrize("extra", [["--command", "sleep 5"], []])
+def test_predict_error_names_the_subcommand(capsys: pytest.CaptureFixture[str], extra: list[str]) -> None:
+    code, out, err = _run(capsys, "predict", "--tool", "Bash", *extra, "--args", "notjson")
+    assert code == 2 and out == ""
+    assert err.startswith("tao history: error: --args is not valid JSON") and len(err.splitlines()) == 1
+
+
+def test_predict_refuses_a_command_that_is_not_text(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = _run(capsys, "predict", "--db", str(tmp_path / "h.db"), "--tool", "Bash",
+                        "--args", '{"command": 5}')
+    assert code == 2 and err == 'tao history: error: --args: "command" must be a string, got 5\n'
+
+
+def test_predict_answers_from_hints_without_a_database(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "none" / "history.db"
+    answer = _json(capsys, "predict", "--db", str(missing), "--tool", "Bash", "--command", "sleep 5")
+    assert answer["family"] == "bash:sleep" and answer["hints"]["min_s"] == 5.0
+    assert answer["predicted_s"] >= 5.0
+    assert not missing.parent.exists()  # a question creates no database
+
+
+def test_plot_axes_of_a_single_call_family_hold_a_labelled_decade() -> None:
+    from tao_harness.cli.history_plot import _axis_range
+
+    for value in (5.0, 0.031, 1.0, 12.0, 9.99):
+        low, high = _axis_range(value, value)
+        assert low < value < high
+        assert any(low <= 10.0**power <= high for power in range(-5, 5)), (value, low, high)

@@ -52,3 +52,20 @@ def test_a_spool_file_in_use_is_left_alone(tmp_path: Path, capsys: pytest.Captur
         assert writer.path.exists()
     finally:
         writer.close()
+
+
+def test_unstorable_records_are_dropped_or_fitted_not_fatal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spool, db = tmp_path / "spool", tmp_path / "h.db"
+    _spool(spool, [
+        SpoolRecord("/v1/sessions", {"session": "s" * 201}, 1.0),  # dropped
+        SpoolRecord("/v1/sessions", {"session": "a b", "labels": {"note": "x\x00y"}}, 1.0),  # fitted
+        SpoolRecord("/v1/events", {"type": "tool_end", "session": "a b", "call_id": "c", "at": 2.0,
+                                   "exit_code": 2**63}, 2.0),  # dropped
+        SpoolRecord("/v1/sessions/a%20b/end", {}, 3.0),
+    ])
+    assert main(["history", "import-spool", "--spool-dir", str(spool), "--db", str(db), "--json"]) == 0
+    counts = json.loads(capsys.readouterr().out)
+    assert (counts["records"], counts["rows"], counts["dropped"]) == (4, 2, 2)
+    with sqlite3.connect(db) as conn:
+        [(session, labels, ended)] = conn.execute("select id, labels, ended_at from sessions").fetchall()
+    assert (session, json.loads(labels), ended) == ("a b", {"note": "x\ufffdy"}, 3.0)

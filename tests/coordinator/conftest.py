@@ -53,7 +53,9 @@ async def start_cluster(tmp_path: Path) -> AsyncIterator[StartCluster]:
 
     async def start(replicas: int = 2, *, policy: str = "tao", scenario: str = "swe-short",
                     capacity_tokens: int | None = None, time_scale: float = 50.0,
-                    num_gpu_blocks: int = 4096, **replica_settings: Any) -> LiveCluster:
+                    num_gpu_blocks: int = 4096, dump_snapshots: str | None = None,
+                    overrides: dict[str, Any] | None = None,
+                    **replica_settings: Any) -> LiveCluster:
         replica_servers: dict[str, TestServer] = {}
         for index in range(replicas):
             settings = ReplicaConfig(port=0, time_scale=time_scale, num_gpu_blocks=num_gpu_blocks,
@@ -65,7 +67,9 @@ async def start_cluster(tmp_path: Path) -> AsyncIterator[StartCluster]:
         ]
         db_url = f"sqlite:///{tmp_path / 'history.db'}"
         config: TaoConfig = load_config(overrides={"store.url": db_url, "store.flush_interval_s": 0.05,
-                                                   "cluster.replicas": [s.model_dump() for s in specs]},
+                                                   "cluster.replicas": [s.model_dump() for s in specs],
+                                                   "planner.dump_snapshots": dump_snapshots,
+                                                   **(overrides or {})},
                                         environ={})
         coordinator = build_coordinator(config, policy, tick_s=0.05)
         coordinator_server = await serve(build_coordinator_app(coordinator))

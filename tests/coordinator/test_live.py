@@ -30,6 +30,16 @@ async def llm_rows(cluster: Any, expected: int) -> list[tuple[str, str, int | No
         await asyncio.sleep(0.05)
 
 
+async def one_request(cluster: Any, session: str, content: str, timeout: float = 60) -> str:
+    """One plain chat request of `session` through the proxy (a generic OpenAI client: no tool events)."""
+    client = openai.AsyncOpenAI(base_url=cluster.proxy_url + "/v1", api_key="dummy", max_retries=0,
+                                default_headers={"X-TAO-Session": session})
+    reply = await asyncio.wait_for(client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": content}]), timeout=timeout)
+    await client.close()
+    return reply.choices[0].message.content or ""
+
+
 async def test_sessions_pinned_recorded_and_cache_reused(start_cluster: Any) -> None:
     cluster = await start_cluster(replicas=2)
     turns = await asyncio.gather(*(openai_session(cluster, f"s{i}", stream=i % 2 == 0) for i in range(4)))
@@ -84,6 +94,30 @@ async def test_interrupt_under_pressure_admits_the_ready_session(start_cluster: 
         assert time.monotonic() - started < 5
         assert cluster.coordinator.state.counters.interrupts >= 1
         assert cluster.coordinator.state.node_of("A") != "r0" or cluster.coordinator.state.phase("A").value != "acting"
+
+
+async def test_a_request_behind_a_silent_holder_is_served_at_the_wait_bound(start_cluster: Any) -> None:
+    """Issue 16 #3: A is a generic OpenAI client (no tool events) holding the only room; B was never served
+    while A stayed quiet. With a 2 s bound B is admitted once it has waited 2 s, and the state says so."""
+    cluster = await start_cluster(replicas=1, capacity_tokens=3200, overrides={"planner.max_wait_s": 2.0})
+    assert await one_request(cluster, "A", "x " * 2000)
+    # A's report (its real prompt size) reaches the coordinator after the client has its answer; before
+    # it, A's reservation is the proxy's estimate from the body size, and B would fit beside it.
+    for _ in range(200):
+        if cluster.coordinator.state.phase("A").value == "acting":
+            break
+        await asyncio.sleep(0.05)
+    assert cluster.coordinator.state.phase("A").value == "acting"
+    assert cluster.coordinator.state.node_of("A") == "r0"
+    assert await one_request(cluster, "B", "y " * 2000, timeout=30)
+    assert cluster.coordinator.state.node_of("B") == "r0" and cluster.coordinator.state.node_of("A") is None
+    async with aiohttp.ClientSession() as http:
+        async with http.get(cluster.coordinator_url + "/v1/state") as response:
+            waits = (await response.json())["pool_wait"]
+        async with http.get(cluster.coordinator_url + "/metrics") as response:
+            metrics = await response.text()
+    assert waits["bound_s"] == 2.0 and waits["max_s"] >= 2.0 and waits["oldest_s"] == 0.0
+    assert "tao_pool_wait_bound_seconds 2.0" in metrics and "tao_pool_waits_over_bound" in metrics
 
 
 async def test_replica_down_mid_run_loses_no_request(start_cluster: Any) -> None:
@@ -145,15 +179,11 @@ async def test_bad_input_gets_4xx_json(start_cluster: Any) -> None:
         async with http.get(cluster.coordinator_url + "/v1/state") as response:
             state = await response.json()
             assert state["policy"] == "tao" and state["replicas"][0]["id"] == "r0"
+            assert 0.0 <= state["replicas"][0]["load_age_s"] < 60.0  # polled: the sample's age, not None
 
 
 async def test_a_session_larger_than_every_replica_is_served_not_starved(start_cluster: Any) -> None:
     # Capacity as the coordinator knows it: 1500 tokens; this prompt alone is ~2000.
     cluster = await start_cluster(replicas=1, capacity_tokens=1500)
-    client = openai.AsyncOpenAI(base_url=cluster.proxy_url + "/v1", api_key="dummy", max_retries=0,
-                                default_headers={"X-TAO-Session": "big"})
-    reply = await asyncio.wait_for(client.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "word " * 2000}]), timeout=10)
-    await client.close()
-    assert reply.choices[0].message.content
+    assert await one_request(cluster, "big", "word " * 2000, timeout=10)
     assert cluster.coordinator.state.pool_size() == 0

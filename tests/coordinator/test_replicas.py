@@ -1,9 +1,18 @@
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 from tao_harness.config import ReplicaSpec
 from tao_harness.coordinator.replicas import ReplicaRegistry, parse_vllm_metrics
+
+Serve = Callable[[Any], Awaitable[TestServer]]  # the `serve` fixture (tests/conftest.py)
 
 # The shape vLLM exposes (two data-parallel engines), trimmed to the families we read.
 VLLM_METRICS = """\
@@ -55,3 +64,57 @@ def test_down_after_consecutive_failures_and_back_up() -> None:
     assert registry.record_sample("r0", sample) is True
     # Configured capacity wins over the discovered one.
     assert registry.loads["r0"].capacity_tokens == 1000 and registry.loads["r0"].running_requests == 3
+
+
+# vLLM 0.32 with --data-parallel-size 2 (labels trimmed): num_gpu_blocks is the sum over both engines,
+# repeated on each; kv_cache_size_tokens is one engine's cache.
+VLLM_DP2_CACHE_CONFIG = """\
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size="128",enable_prefix_caching="True",engine="0",kv_cache_size_tokens="524288",num_gpu_blocks="8192"} 1.0
+vllm:cache_config_info{block_size="128",enable_prefix_caching="True",engine="1",kv_cache_size_tokens="524288",num_gpu_blocks="8192"} 1.0
+"""
+
+
+def test_a_data_parallel_rank_has_one_engines_capacity_not_the_sum() -> None:
+    assert parse_vllm_metrics(VLLM_DP2_CACHE_CONFIG, dp_rank=1).capacity_tokens == 524288
+    assert parse_vllm_metrics(VLLM_DP2_CACHE_CONFIG, dp_rank=None).capacity_tokens == 2 * 524288
+
+
+def test_the_registry_notes_a_replica_whose_usage_never_has_cached_tokens(caplog: pytest.LogCaptureFixture) -> None:
+    registry = ReplicaRegistry((ReplicaSpec(id="r0", base_url="http://x"), ReplicaSpec(id="r1", base_url="http://y")))
+    registry.record_cache_report("r0", False)
+    registry.record_cache_report("r0", False)
+    registry.record_cache_report("r1", False)
+    registry.record_cache_report("r1", True)  # an older vLLM omits the count on a miss: one hit settles it
+    registry.record_cache_report("r1", False)
+    assert registry.reports_cached_tokens == {"r0": False, "r1": True}
+    warnings = [r.getMessage() for r in caplog.records if "reports no cached prompt tokens" in r.getMessage()]
+    assert len(warnings) == 2 and "--enable-prompt-tokens-details" in warnings[0]
+
+
+async def test_a_replica_slow_to_answer_its_polls_is_not_marked_down(serve: Serve) -> None:
+    # Under load a replica may answer /metrics late: that is a busy replica, and marking it down would send
+    # every session holding it back to the pool. Timeouts count only once it has been silent for long.
+    answered: list[int] = []
+
+    async def metrics(_: web.Request) -> web.Response:
+        if answered:
+            await asyncio.sleep(3600)
+        answered.append(1)
+        return web.Response(text=VLLM_METRICS)
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    url = str((await serve(app)).make_url("")).rstrip("/")
+    registry = ReplicaRegistry((ReplicaSpec(id="r0", base_url=url),), down_after=2)
+    assert registry.load_age_s("r0") is None
+    async with aiohttp.ClientSession() as http:
+        assert await registry.poll_once(http) == []
+        for _ in range(3):
+            assert await registry.poll_once(http, timeout_s=0.1) == []
+        assert not registry.loads["r0"].down
+        assert registry.load_age_s("r0") >= 0.3  # the kept sample is as old as the three timeouts
+        registry.unresponsive_s = 0.0  # silent for longer than it may be: now the timeouts count
+        assert await registry.poll_once(http, timeout_s=0.1) == []
+        assert await registry.poll_once(http, timeout_s=0.1) == ["r0"]
+    assert registry.loads["r0"].down

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tao_harness.config import PlannerConfig, SessionsConfig
+from tao_harness.coordinator.leases import Lease, LeaseBook
 from tao_harness.coordinator.prediction import HistoryPredictor
 from tao_harness.coordinator.records import Phase, SessionStateError, ToolStart
 from tao_harness.coordinator.state import ClusterState
@@ -44,6 +45,8 @@ def test_reservations_always_match_holders(steps: list[tuple[str, str, str, int]
     state = ClusterState([(n, 12_000) for n in NODES], HistoryPredictor(DurationHistory()),
                          admission_control=admission_control,
                          sessions=SessionsConfig(admission_ttl_s=2.0))
+    state.watch_phases()
+    leases = LeaseBook(lambda session, node: Lease(session, node))
     old_signatures = state.signatures()
     now = 0.0
     for kind, session, node, tokens in steps:
@@ -83,6 +86,10 @@ def test_reservations_always_match_holders(steps: list[tuple[str, str, str, int]
         except SessionStateError:
             pass  # events out of lifecycle order are rejected without changing anything
         check_invariant(state, now, admission_control)
+        # Leases published from the phase changes alone (O(changes)) equal the whole holder table.
+        leases.update({s: state.node_of(s) if state.has_session(s) else None for s in state.take_phase_changes()})
+        holders = {s: state.node_of(s) for s in SESSIONS if state.has_session(s) and state.node_of(s) is not None}
+        assert {lease.session: lease.replica for lease in leases.since(-1).leases} == holders
 
 
 def _phase(state: ClusterState, session: str) -> Phase | None:

@@ -16,11 +16,11 @@ import pytest
 from tao_harness.shims.claude_code.hooks import ClaudeHookTranslator
 from tao_harness.serving import start_site
 from tao_harness.shims.forwarder import Forwarder
+from tao_harness.shims.mini_swe_agent.launch import install_launcher
 from tao_harness.shims.relay import RelayState, SessionInfo, build_relay_app
 from tao_harness.shims.spool import SpoolWriter, claim
 
 REPO = Path(__file__).resolve().parents[2]
-LAUNCHER_DIR = REPO / "shims" / "mini_swe_agent" / "pythonpath"
 MINI_PYTHON = REPO / ".tools" / "mini" / "bin" / "python"
 
 pytestmark = [pytest.mark.e2e]
@@ -50,15 +50,16 @@ async def test_real_mini_swe_agent_under_the_launcher(tmp_path: Path) -> None:
     spool = SpoolWriter(tmp_path / "spool")
     forwarder = Forwarder(None, spool, 100, 1.0)
     forwarder.start()
-    relay, relay_url = await start_site(build_relay_app(RelayState(
-        forwarder, SessionInfo("real-1", "mini-swe-agent", {}, 0.0), ClaudeHookTranslator("real-1"))))
+    state = RelayState(forwarder, SessionInfo("real-1", "mini-swe-agent", {}, 0.0), ClaudeHookTranslator("real-1"))
+    relay, relay_root = await start_site(build_relay_app(state))
+    relay_url = relay_root + state.prefix
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "MSWEA_CONFIGURED": "true",
            "TAO_RELAY_URL": relay_url, "TAO_SESSION": "real-1", "TAO_PROXY_URL": "http://127.0.0.1:5555",
-           "PYTHONPATH": str(LAUNCHER_DIR), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+           "PYTHONPATH": str(install_launcher(tmp_path / "launcher")), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     process = await asyncio.create_subprocess_exec(
         str(MINI_PYTHON), "-m", "tao_mswea_launch", str(script), env=env, cwd=tmp_path,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
+    out, err = await asyncio.wait_for(process.communicate(), timeout=600)  # importing litellm on a loaded box
     await relay.cleanup()
     await forwarder.close(0.1)
     assert process.returncode == 0, err.decode()
@@ -75,4 +76,5 @@ async def test_real_mini_swe_agent_under_the_launcher(tmp_path: Path) -> None:
     assert all(e["session"] == "real-1" for c in calls.values() for e in c)
     assert sleep_call[0]["command"] == "sleep 0.3" and sleep_call[0]["env_timeout_s"] == 7.0
     assert sleep_call[1]["duration_s"] == pytest.approx(0.3, abs=0.25)
+    assert (sleep_call[1]["status"], sleep_call[1]["exit_code"]) == ("ok", 0)
     assert (submit_call[1]["status"], submit_call[1]["exit_code"]) == ("ok", 0)

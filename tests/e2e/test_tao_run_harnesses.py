@@ -3,7 +3,8 @@
 Emulated replicas (in this process) play the LLM with a script: one `sleep 1` bash call with a 30 s
 timeout, then a final answer (mini-SWE-agent: the submit command). `tao-run` runs in this process and
 event loop, the agent CLIs as its children. Assertions go to the coordinator's store: every tool call
-with its family key and a duration near 1 s, the timeout hint parsed, the LLM requests attributed to
+with its family key, outcome and a duration of at least 1 s within its own start and end, the timeout
+hint parsed, the LLM requests attributed to
 the session and all served by one replica (pinned), and the agent's exit code returned.
 CLIs come from `make agents` (.tools/agents, .tools/mini); a missing one skips its tests.
 """
@@ -40,8 +41,8 @@ turns:
   - answer: Done.
     output_tokens: 10
 """
-# Claude Code's own duration_ms includes spawning bash, ~0.1-0.3 s on a loaded 2-core machine.
-SLEEP_TOLERANCE_S = (0.3, 0.6)
+# Two clock readings of one moment on the harness's and the shim's side.
+CLOCK_SLACK_S = 0.05
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -107,7 +108,7 @@ def _replica_flags(cluster: Cluster) -> list[str]:
 
 
 async def _tao_run(args: list[str]) -> int:
-    return await asyncio.wait_for(run_agent(_plan(args)), timeout=300)
+    return await asyncio.wait_for(run_agent(_plan(args)), timeout=600)  # a loaded 2-core machine
 
 
 def _store_rows(db_url: str, session: str) -> tuple[list[ToolCall], list[LLMRequest]]:
@@ -117,15 +118,15 @@ def _store_rows(db_url: str, session: str) -> tuple[list[ToolCall], list[LLMRequ
     return calls, requests
 
 
-def _assert_session(db_url: str, session: str, harness: str, loaded: bool = False) -> None:
-    """`loaded`: eight agents share two cores, so only the lower bound of the duration is meaningful."""
+def _assert_session(db_url: str, session: str, harness: str) -> None:
     calls, requests = _store_rows(db_url, session)
     sleeps = [c for c in calls if c.command == "sleep 1"]
     assert len(sleeps) == 1, calls
     sleep = sleeps[0]
-    assert sleep.family == "bash:sleep" and sleep.status == "ok"
-    low, high = SLEEP_TOLERANCE_S
-    assert 1.0 - low <= sleep.duration_s <= (1.0 + high if not loaded else 10.0)
+    assert sleep.family == "bash:sleep" and (sleep.status, sleep.exit_code) == ("ok", 0)
+    # No wall-clock guess of the upper end (a loaded machine stretches it): `sleep 1` cannot end sooner
+    # than 1 s, and the harness's own duration lies within its start and end reports.
+    assert 1.0 - CLOCK_SLACK_S <= sleep.duration_s <= sleep.ended_at - sleep.started_at + CLOCK_SLACK_S
     if harness == "mini":
         assert sleep.env_timeout_s == 30.0  # mini-SWE-agent's environment.timeout
     else:
@@ -133,17 +134,6 @@ def _assert_session(db_url: str, session: str, harness: str, loaded: bool = Fals
     assert all(c.ended_at is not None for c in calls)
     assert len(requests) >= 2 and all(r.status == "ok" for r in requests)
     assert len({r.replica for r in requests}) == 1  # pinned to the replica the coordinator chose
-
-
-@pytest.mark.parametrize("harness", ["claude", "opencode", "mini"])
-async def test_each_harness_through_tao_run(cluster: Cluster, harness: str) -> None:
-    if not _installed(harness):
-        pytest.skip(f"{harness} is not installed: run `make agents`")
-    session = f"e2e-{harness}"
-    code = await _tao_run(["--db", cluster.db_url, "--session", session, *_replica_flags(cluster), "--",
-                           *_command(harness, "Wait a second, then report.")])
-    assert code == 0
-    _assert_session(cluster.db_url, session, harness)
 
 
 async def test_agent_exit_code_is_returned(cluster: Cluster) -> None:
@@ -156,7 +146,8 @@ async def test_agent_exit_code_is_returned(cluster: Cluster) -> None:
 
 
 async def test_eight_concurrent_mixed_sessions_lose_no_events(cluster: Cluster) -> None:
-    mix = [h for h in ["claude", "mini", "opencode", "claude", "mini", "claude", "opencode", "claude"]
+    # One OpenCode: each one costs ~20 s of CPU to start (test_telemetry_truth runs one beside these too).
+    mix = [h for h in ["claude", "mini", "opencode", "claude", "mini", "claude", "claude", "claude"]
            if _installed(h)]
     if len(mix) < 8:
         pytest.skip("needs all three CLIs: run `make agents`")
@@ -171,7 +162,7 @@ async def test_eight_concurrent_mixed_sessions_lose_no_events(cluster: Cluster) 
         codes = await asyncio.gather(*runs)
     assert codes == [0] * 8
     for i, harness in enumerate(mix):
-        _assert_session(cluster.db_url, f"mix-{i}-{harness}", harness, loaded=True)
+        _assert_session(cluster.db_url, f"mix-{i}-{harness}", harness)
 
 
 async def test_coordinator_unreachable_during_a_run_events_land_from_the_spool(cluster: Cluster) -> None:

@@ -46,6 +46,11 @@ def test_malformed_input_gets_4xx_json_and_crashes_nothing(rows: dict[tuple[str,
     assert "17 routes of 3 servers" in rows[("malformed input", "crashes, dropped connections or 5xx")].detail
 
 
+def test_adversarial_input_is_refused_leaks_nothing_and_keeps_the_channel(
+        rows: dict[tuple[str, str], FaultRow]) -> None:
+    _assert_met(rows, "adversarial input")
+
+
 def test_clients_hanging_up_leak_no_reservation(rows: dict[tuple[str, str], FaultRow]) -> None:
     _assert_met(rows, "clients hang up mid-stream")
     assert rows[("clients hang up mid-stream", "reserved tokens leaked after the run")].detail.startswith("8 of 8")
@@ -53,6 +58,15 @@ def test_clients_hanging_up_leak_no_reservation(rows: dict[tuple[str, str], Faul
 
 def test_soak_leaks_no_session_and_little_memory(rows: dict[tuple[str, str], FaultRow]) -> None:
     _assert_met(rows, "soak")
+
+
+def test_a_killed_proxy_leaves_no_reservation_behind(rows: dict[tuple[str, str], FaultRow]) -> None:
+    _assert_met(rows, "proxy killed")
+    assert "8 reasoning" in rows[("proxy killed", "dead proxy's reservations freed (s after the SIGKILL)")].detail
+
+
+def test_the_scale_soak_leaves_nothing_and_keeps_events_fast(rows: dict[tuple[str, str], FaultRow]) -> None:
+    _assert_met(rows, "scale soak")
 
 
 def test_shim_events_survive_a_coordinator_outage(rows: dict[tuple[str, str], FaultRow]) -> None:

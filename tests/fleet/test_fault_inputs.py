@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from tao_harness.cli import bench_live
-from tao_harness.events import EventError, event_from_json
+from tao_harness.events import EventError, events_from_body
 from tao_harness.fleet.faults import table, write_report
 from tao_harness.fleet.faults_common import FaultRow, FaultSettings, agent_trace, failed_requests
 from tao_harness.fleet.faults_fuzz import FuzzCase, cases, endpoints
@@ -42,7 +42,7 @@ VALIDATORS = {
     ("replica", "/v1/completions"): openai_format.CompletionBody.model_validate,
     ("replica", "/v1/messages"): anthropic_format.MessagesBody.model_validate,
     ("replica", "/v1/messages/count_tokens"): anthropic_format.CountTokensBody.model_validate,
-    ("coordinator", "/v1/events"): event_from_json,
+    ("coordinator", "/v1/events"): events_from_body,  # with the store limits (fit_for_store)
 }
 
 

@@ -7,6 +7,7 @@ response header or after the first streamed chunk. The healthy replica is the re
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import struct
 from collections.abc import Awaitable, Callable
@@ -17,6 +18,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from tao_harness.config import ProxyConfig, ReplicaConfig, ReplicaSpec
+from tao_harness.fleet.faults_scale import frozen_heap
 from tao_harness.proxy.app import build_app as build_proxy_app
 from tao_harness.proxy.routing import AffinityRouter
 from tao_harness.replica.app import build_app as build_replica_app
@@ -83,3 +85,11 @@ async def test_a_stream_cut_by_the_replica_ends_with_an_error_event(serve: Serve
     dying.close()
     assert text.startswith(FIRST_CHUNK.decode())
     assert '"error"' in text and "failed mid-response" in text  # never a reply that merely stops early
+
+
+def test_the_scale_soak_driver_keeps_its_heap_out_of_the_collectors_way() -> None:
+    # The driver times the agents' tool events: its own collector pauses must not count as latency.
+    gc.unfreeze()
+    with frozen_heap():
+        assert gc.get_freeze_count() > 10_000
+    assert gc.get_freeze_count() == 0

@@ -77,3 +77,13 @@ def test_bad_json_missing_file_and_unknown_policy(tmp_path: Path, capsys: pytest
     assert "unknown policy 'fifo'; choose one of: tao," in capsys.readouterr().err
     assert main(["plan", str(write(tmp_path, SNAPSHOT)), "--state-budget", "0"]) == 2
     assert "--state-budget must be at least 1" in capsys.readouterr().err
+
+
+def test_the_plan_shows_its_proven_gap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, SNAPSHOT)
+    assert main(["plan", str(path)]) == 0
+    assert "proven gap 0 (optimal)  bound (K, R, T, N) <= (7061, 2, 23000, 2)" in capsys.readouterr().out
+    assert main(["plan", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["bound"] == [7061, 2, 23000, 2]
+    assert main(["plan", str(path), "--deadline-ms", "0"]) == 2
+    assert "--deadline-ms must be positive" in capsys.readouterr().err

@@ -103,6 +103,7 @@ class Fleet:
     healthy: str  # the second replica, asked directly for the reference answer
     cutter: Cutter
     session: str  # a session the proxy routes to the cut replica first
+    cutter_url: str  # the first replica, behind the cutter
 
 
 async def _fleet(serve: Serve, marker: bytes, after: int) -> AsyncIterator[Fleet]:
@@ -114,7 +115,7 @@ async def _fleet(serve: Serve, marker: bytes, after: int) -> AsyncIterator[Fleet
     router = AffinityRouter(specs)
     session = next(f"s{i}" for i in range(100) if router.pick(f"s{i}").id == "a")
     proxy = await serve(build_proxy_app(ProxyConfig(port=0), specs))
-    yield Fleet(_url(proxy), replicas[1], cutter, session)
+    yield Fleet(_url(proxy), replicas[1], cutter, session, specs[0].base_url)
     relay.close()
 
 
@@ -153,10 +154,15 @@ async def test_an_openai_stream_cut_mid_answer_is_finished_by_the_other_replica(
     assert len({c.id for c in chunks}) == 1
     assert sum(1 for c in chunks if c.choices and c.choices[0].delta.role) == 1
     finishes = [_finish(c) for c in chunks if _finish(c)]
-    assert finishes == [_finish(c) for c in reference if _finish(c)] == ["stop"]
+    # vLLM ends a run that reaches max_tokens "length", with ignore_eos too
+    assert finishes == [_finish(c) for c in reference if _finish(c)] == ["length"]
     usage, expected = chunks[-1].usage, reference[-1].usage
     assert usage is not None and expected is not None
     assert (usage.prompt_tokens, usage.completion_tokens) == (expected.prompt_tokens, 60)
+    # The proxy asked the replicas for usage on every chunk (exact counts at the cut); the client, which
+    # asked for the closing usage only, gets only that, as from vLLM directly.
+    assert [c for c in chunks if c.usage is not None] == [chunks[-1]]
+    assert [c for c in reference if c.usage is not None] == [reference[-1]]
 
 
 async def _messages_stream(url: str, session: str) -> tuple[list[Any], Any]:
@@ -225,3 +231,33 @@ async def test_a_stream_cut_inside_a_tool_call_ends_with_an_error_event(serve: S
     events = [line for line in text.split("\n\n") if line]
     assert len(events) == 3 and '"tool_calls"' in events[1]  # the cut call, then the error: never a retry
     assert "failed mid-response" in events[2] and '"error"' in events[2]
+
+
+async def test_every_attempt_is_reported_and_the_last_one_says_what_the_client_got(
+        serve: Serve, stub_coordinator: Any) -> None:  # stub_coordinator: tests/proxy/conftest.py
+    async for fleet in _fleet(serve, b"\n\n", 12):
+        specs = {"a": fleet.cutter_url, "b": fleet.healthy}
+        coordinator = await stub_coordinator(specs)
+        reports = coordinator.reports
+        config = ProxyConfig(port=0, coordinator_url=coordinator.url, admission_leases=False)
+        proxy = _url(await serve(build_proxy_app(config, tuple(ReplicaSpec(id=r, base_url=u) for r, u in specs.items()))))
+        reference = await _chat_stream(_openai(fleet.healthy))
+        chunks = await _chat_stream(_openai(proxy, "s"))
+        for _ in range(100):
+            if len(reports) == 2:
+                break
+            await asyncio.sleep(0.05)
+    assert fleet.cutter.cuts == 1 and _text(chunks) == _text(reference)
+    cut, continued = reports
+    assert (cut["attempt"], cut["replica"], cut["status"], cut.get("answer")) == (1, "a", "error", None)
+    # Exact counts, not a re-tokenized estimate: what the cut replica generated and what the other one
+    # generated add up to what the client was told.
+    assert cut["completion_tokens"] + continued["completion_tokens"] == chunks[-1].usage.completion_tokens == 60
+    assert (continued["attempt"], continued["replica"], continued["status"]) == (2, "b", "ok")
+    # The continuation's own prompt holds the answer sent before the cut; the client's usage does not.
+    usage, expected = chunks[-1].usage, reference[-1].usage
+    assert continued["prompt_tokens"] > expected.prompt_tokens
+    answer = continued["answer"]
+    assert (answer["status"], answer["replica"], answer["attempts"]) == ("ok", "b", 2)
+    assert (answer["prompt_tokens"], answer["completion_tokens"]) == (usage.prompt_tokens, usage.completion_tokens)
+    assert answer["ttft_s"] is not None and answer["ttft_s"] < cut["latency_s"] < answer["latency_s"]

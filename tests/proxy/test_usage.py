@@ -65,3 +65,17 @@ def test_anthropic_error_event_and_crlf_separators() -> None:
     tracker.feed(body)
     assert tracker.error == "busy"
     assert tracker.finish() == Usage()
+
+
+def test_a_vllm_reasoning_delta_is_the_first_token() -> None:
+    # vLLM 0.32 with --reasoning-parser streams the thinking as `delta.reasoning` (not `reasoning_content`);
+    # the proxy held such a stream back until its end and stored no TTFT.
+    stream = _sse(
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]},
+        {"choices": [{"index": 0, "delta": {"reasoning": "Let me"}, "finish_reason": None}]},
+        {"choices": [{"index": 0, "delta": {"reasoning": " think"}, "finish_reason": "length"}]},
+    )
+    tracker = UsageTracker("openai", streaming=True)
+    role_end = stream.index(b"\n\n") + 2
+    assert tracker.feed(stream[:role_end]) is False
+    assert tracker.feed(stream[role_end:]) is True

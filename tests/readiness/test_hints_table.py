@@ -69,7 +69,7 @@ CASES: list[tuple[str, str | None, dict[str, Any] | None, float | None, tuple[fl
     (B, "timeout 5 pytest", {"timeout": 10000}, None, (None, 5.0, False)),
     ("bash", "pytest", None, 60.0, (None, 60.0, False)),
     ("bash", "timeout 20 pytest", None, 60.0, (None, 20.0, False)),
-    ("Monitor", "tail -f log", {"timeout_ms": 60000, "persistent": False}, None, (None, 60.0, False)),
+    ("Monitor", "tail -f log", {"timeout_ms": 60000, "persistent": False}, None, (None, 60.0, True)),
     ("Read", None, {"file_path": "/x", "timeout": 5000}, None, (None, None, False)),
     (B, "npm run dev", {"run_in_background": True}, None, (None, None, True)),
     (B, "sleep 5", {"run_in_background": True, "timeout": 9000}, None, (None, 9.0, True)),
@@ -98,7 +98,7 @@ def test_hint_table(
 def test_sources_name_the_evidence() -> None:
     assert parse_hints(B, "sleep 5").sources == ("sleep",)
     assert parse_hints(B, "timeout 9 pytest", {"timeout": 9000}).sources == ("timeout", "args.timeout")
-    assert parse_hints("Monitor", None, {"timeout_ms": 1000}).sources == ("args.timeout_ms",)
+    assert parse_hints("Monitor", None, {"timeout_ms": 1000}).sources == ("monitor", "args.timeout_ms")
     assert parse_hints("bash", "x", None, env_timeout_s=3).sources == ("env.timeout",)
     assert "trailing-&" in parse_hints(B, "make &").sources
     assert "run_in_background" in parse_hints(B, "make", {"run_in_background": True}).sources
@@ -167,3 +167,28 @@ def test_command_may_come_from_args_as_a_string_or_an_argv_list() -> None:
     assert parse_hints("shell", None, {"command": ["bash", "-lc", "sleep 2 && make"]}).min_s == 2.0
     assert parse_hints("Bash", None, {"command": "timeout 4 make"}).max_s == 4.0
     assert parse_hints("Bash", None, {"command": ["bash", 3]}) == parse_hints("Bash", None)
+
+
+@pytest.mark.parametrize(("harness", "tool", "args", "max_s"), [
+    # mini-SWE-agent's execute(timeout=) is seconds (a 5 s deadline was once read as 0.005 s)
+    ("mini-swe-agent", "bash", {"command": "sleep 3", "timeout": 5}, 5.0),
+    ("opencode", "bash", {"command": "sleep 3", "timeout": 5000}, 5.0),
+    ("claude-code", "Bash", {"command": "sleep 3", "timeout": 5000}, 5.0),
+    ("claude-code", "Monitor", {"command": "tail -f x", "timeout_ms": 5000}, 5.0),
+    (None, "Bash", {"command": "sleep 3", "timeout": 5000}, 5.0),
+    # OpenCode has no timeout_ms field: a stray one is not read in the wrong unit
+    ("opencode", "bash", {"command": "sleep 3", "timeout_ms": 5}, None),
+])
+def test_timeout_arguments_are_read_in_the_harness_unit(harness: str | None, tool: str, args: dict,
+                                                         max_s: float | None) -> None:
+    hints = parse_hints(tool, None, args, harness=harness)
+    assert hints.max_s == max_s
+    if tool != "Monitor":
+        assert hints.min_s == (3.0 if max_s is None else min(3.0, max_s))
+
+
+def test_a_harness_is_known_by_either_spelling() -> None:
+    # tao-run records "mini-swe-agent"; exports from other tools say "mini_swe_agent": both mean seconds.
+    for harness in ("mini-swe-agent", "mini_swe_agent", "Mini_SWE_Agent"):
+        hints = parse_hints("bash", "make", {"timeout": 30}, harness=harness)
+        assert hints.max_s == 30.0, harness

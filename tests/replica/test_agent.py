@@ -81,7 +81,7 @@ def test_side_requests_without_tools_get_the_short_answer() -> None:
 def test_output_tokens_pad_the_reply_to_the_scripted_size() -> None:
     reply = script_reply(_conversation(2, MINI_TOOLS), load_scenario("swe-short"), "id-")
     assert abs(len(reply_tokens(reply)) - 200) <= 3
-    assert reply.text.strip()  # the padding is visible reasoning text before the call
+    assert reply.reasoning.strip() and not reply.text  # the padding is reasoning before the call
 
 
 def test_builtins_load_and_bad_files_are_reported(tmp_path: Path) -> None:
@@ -112,3 +112,23 @@ def test_ignore_eos_pads_the_reply_to_max_tokens() -> None:
     scenario = load_scenario("swe-short")
     assert len(reply_tokens(script_reply(plain, scenario, "call_"))) < 50
     assert len(reply_tokens(script_reply(padded, scenario, "call_"))) >= 299
+
+
+def test_deferred_monitor_is_loaded_with_tool_search_first() -> None:
+    # Claude Code's default settings: Monitor is deferred; ToolSearch `select:Monitor` makes it offered.
+    search = ToolSpec("ToolSearch", frozenset({"query", "max_results"}), frozenset({"query", "max_results"}), "")
+    scenario = parse_scenario("name: m\nturns:\n  - monitor: tail -f log\n  - bash: ls\n", "inline")
+    deferred = (CLAUDE_TOOLS[0], search)
+    first = script_reply(_conversation(0, deferred), scenario, "toolu_")
+    [call] = first.tool_calls
+    assert (call.name, json.loads(call.arguments)) == ("ToolSearch", {"query": "select:Monitor", "max_results": 1})
+    loaded = (*deferred, CLAUDE_TOOLS[1])
+    messages = (*_conversation(0, loaded).messages, ChatMessage("assistant", "", (call,)),
+                ChatMessage("tool", "", tool_call_id=call.id))
+    [monitor] = script_reply(ChatRequest(api="anthropic", model="m", messages=messages, tools=loaded),
+                             scenario, "toolu_").tool_calls
+    assert (monitor.name, json.loads(monitor.arguments)["command"]) == ("Monitor", "tail -f log")
+    # A search that did not load it is not repeated: the shell runs the command.
+    [fallback] = script_reply(ChatRequest(api="anthropic", model="m", messages=messages, tools=deferred),
+                              scenario, "toolu_").tool_calls
+    assert fallback.name == "Bash"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import defaultdict
 from typing import Any
 
 import aiohttp
@@ -12,31 +13,25 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tao_harness.engine.api import StepOutput
 from tao_harness.engine.core import EngineCore
+from tao_harness.replica.conformance import METRIC_SERIES
 from tao_harness.replica.keys import DRIVERS
 
 from .conftest import RunningReplica, StartReplica
 
 CHAT: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hello " * 200}]}
-VLLM_NAMES = {
-    "vllm:cache_config_info",
-    "vllm:kv_cache_usage_perc",
-    "vllm:num_requests_running",
-    "vllm:num_requests_waiting",
-    "vllm:prefix_cache_queries_total",
-    "vllm:prefix_cache_hits_total",
-}
+VLLM_NAMES = set(METRIC_SERIES)  # the series the conformance probe compares with real vLLM
 
 
 async def _metrics(replica: RunningReplica) -> dict[tuple[str, str], float]:
-    """(sample name, engine label) -> value."""
+    """(sample name, engine label) -> value, summed over other labels (e.g. finished_reason)."""
     async with aiohttp.ClientSession() as http, http.get(f"{replica.url}/metrics") as response:
         assert response.status == 200
         text = await response.text()
-    return {
-        (s.name, s.labels.get("engine", "")): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
+    values: dict[tuple[str, str], float] = defaultdict(float)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            values[(sample.name, sample.labels.get("engine", ""))] += sample.value
+    return values
 
 
 async def _post(url: str, body: Any, headers: dict[str, str] | None = None) -> tuple[int, Any]:
@@ -54,10 +49,9 @@ async def test_metrics_use_vllm_names_and_the_rank_header_pins_requests(start_re
         for s in f.samples
         if s.name == "vllm:cache_config_info"
     ]
-    assert {(s.labels["engine"], s.labels["num_gpu_blocks"], s.labels["block_size"]) for s in info} == {
-        ("0", "500", "16"),
-        ("1", "500", "16"),
-    }
+    # vLLM's data-parallel semantics: num_gpu_blocks is the sum over engines, kv_cache_size_tokens per engine.
+    labels = {(s.labels["engine"], s.labels["num_gpu_blocks"], s.labels["kv_cache_size_tokens"]) for s in info}
+    assert labels == {("0", "1000", "8000"), ("1", "1000", "8000")}
     for _ in range(2):
         status, _body = await _post(f"{replica.url}/v1/chat/completions", CHAT, {"X-data-parallel-rank": "1"})
         assert status == 200
@@ -93,6 +87,13 @@ async def test_without_the_header_requests_go_round_robin(start_replica: StartRe
         ("/v1/messages", {"model": "m", "messages": [{"role": "user", "content": "x"}]}, {}, "max_tokens"),
         ("/v1/messages?beta=true", [1, 2], {}, "JSON object"),
         ("/v1/messages/count_tokens", {"model": "m"}, {}, "messages"),
+        ("/v1/chat/completions", "[" * 100_000 + "]" * 100_000, {}, "nested too deeply"),
+        # vLLM refuses a max_tokens past the context instead of generating it (REAL-VLLM fact 12), in its words
+        ("/v1/completions", {"model": "m", "prompt": "x", "max_tokens": 10**9}, {},
+         "max_tokens=1000000000 cannot be greater than max_model_len=270000"),
+        ("/v1/chat/completions", CHAT | {"max_tokens": 10**9, "ignore_eos": True}, {}, "max_tokens=1000000000"),
+        ("/v1/messages", {"model": "m", "max_tokens": 10**9, "messages": [{"role": "user", "content": "x"}]}, {},
+         "max_completion_tokens=1000000000 cannot be greater than max_model_len=270000"),
     ],
 )
 async def test_bad_requests_get_the_apis_error_shape(
@@ -109,7 +110,7 @@ async def test_bad_requests_get_the_apis_error_shape(
         assert response.status == 400
         payload = await response.json()
     if path.startswith("/v1/messages"):
-        assert payload["type"] == "error" and payload["error"]["type"] == "invalid_request_error"
+        assert payload["type"] == "error" and payload["error"]["type"] == "BadRequestError"
     else:
         assert payload["error"]["type"] == "BadRequestError" and payload["error"]["code"] == 400
     assert needle in payload["error"]["message"]
@@ -203,4 +204,24 @@ async def test_an_engine_failure_is_a_500_not_a_hang(start_replica: StartReplica
         http.post(f"{replica.url}/v1/messages", json=body) as response,
     ):
         text = await response.text()
-    assert response.status == 200 and "event: error" in text and "api_error" in text
+    assert response.status == 200 and "event: error" in text and "InternalServerError" in text
+
+
+async def test_a_context_long_reply_does_not_stall_the_server(start_replica: StartReplica) -> None:
+    # The longest legal ignore_eos reply (the whole context) takes seconds to script: meanwhile the
+    # server keeps answering. Checked by order, not by time: /health answers before that stream starts.
+    replica = await start_replica(time_scale=1000.0)
+    body = CHAT | {"max_tokens": 269_000, "ignore_eos": True, "stream": True}
+    order: list[str] = []
+    async with aiohttp.ClientSession() as http:
+
+        async def long_stream() -> None:
+            async with http.post(f"{replica.url}/v1/chat/completions", json=body) as response:
+                order.append(f"stream {response.status}")
+
+        task = asyncio.create_task(long_stream())
+        await asyncio.sleep(0.3)  # the request is in and being scripted
+        async with http.get(f"{replica.url}/health") as health:
+            order.append(f"health {health.status}")
+        await task
+    assert order == ["health 200", "stream 200"]

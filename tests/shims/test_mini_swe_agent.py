@@ -14,19 +14,18 @@ from typing import Any
 import pytest
 
 from tao_harness.shims.launch import LaunchContext
-from tao_harness.shims.mini_swe_agent.launch import interpreter_of, prepare
+from tao_harness.shims.mini_swe_agent.launch import install_launcher, interpreter_of, prepare
 
 from .conftest import REPO, Recorder
 
-LAUNCHER_DIR = REPO / "shims" / "mini_swe_agent" / "pythonpath"
-
-
-def _launcher() -> ModuleType:
-    sys.path.insert(0, str(LAUNCHER_DIR))
+def _launcher(tmp_path: Path) -> ModuleType:
+    """The launcher as `tao-run` installs it (with its copy of the outcome vocabulary)."""
+    directory = str(install_launcher(tmp_path / "launcher"))
+    sys.path.insert(0, directory)
     try:
         return importlib.import_module("tao_mswea_launch")
     finally:
-        sys.path.remove(str(LAUNCHER_DIR))
+        sys.path.remove(directory)
 
 
 @pytest.mark.parametrize(("head", "expected"), [
@@ -73,8 +72,8 @@ class ShapedEnvironment:
         return {"output": "", "returncode": 3 if action["command"] == "false" else 0, "exception_info": ""}
 
 
-async def test_wrappers_give_each_instance_its_own_session(recorder: Recorder) -> None:
-    launcher = _launcher()
+async def test_wrappers_give_each_instance_its_own_session(recorder: Recorder, tmp_path: Path) -> None:
+    launcher = _launcher(tmp_path)
     reporter = sys.modules["tao_mswea_report"].Reporter(recorder.url)
     environment = launcher.wrap_environment(ShapedEnvironment, reporter, "base")
     assert launcher.wrap_environment(environment, reporter, "base").execute is environment.execute
@@ -99,7 +98,45 @@ async def test_wrappers_give_each_instance_its_own_session(recorder: Recorder) -
     assert sorted(recorder.ended) == ["base.a_b", "base.django__django-1"]
     for session in ("base.a_b", "base.django__django-1"):
         ends = [e for calls in recorder.calls(session).values() for e in calls if e["type"] == "tool_end"]
-        assert sorted((e["status"], e["exit_code"]) for e in ends) == [("ok", 0), ("ok", 0), ("ok", 3)]
+        assert sorted((e["status"], e["exit_code"]) for e in ends) == [("error", 3), ("ok", 0), ("ok", 0)]
         starts = [e for calls in recorder.calls(session).values() for e in calls if e["type"] == "tool_start"]
+        # Seconds, as mini-SWE-agent's execute(timeout=) and environment.timeout are; never in args.
         assert sorted(e["env_timeout_s"] for e in starts) == [4.0, 9.0, 9.0]
+        assert all(e["args"] == {"command": e["command"]} for e in starts)
     assert len(recorder.calls("base")) == 1
+
+
+TIMED_OUT = {"output": "", "returncode": -1, "exception_info": "An error occurred while executing the command: "
+             "Command 'sleep 10' timed out after 3 seconds",
+             "extra": {"exception_type": "TimeoutExpired", "exception": "Command 'sleep 10' timed out after 3 seconds"}}
+
+
+@pytest.mark.parametrize(("raised", "output", "expected"), [
+    (None, {"output": "", "returncode": 0, "exception_info": ""}, ("ok", 0)),
+    (None, {"output": "", "returncode": 3, "exception_info": ""}, ("error", 3)),
+    (None, {"output": "", "returncode": 124, "exception_info": ""}, ("timeout", 124)),  # GNU timeout
+    (None, {"output": "", "returncode": 137, "exception_info": ""}, ("killed", 137)),
+    (None, TIMED_OUT, ("timeout", None)),  # mini-SWE-agent's own timeout: -1 is not an exit code
+    (None, {"output": "", "returncode": -1, "exception_info": "boom", "extra": {"exception_type": "OSError"}},
+     ("error", None)),
+    (Submitted(), None, ("ok", 0)),
+    (KeyboardInterrupt(), None, ("cancelled", None)),
+    (RuntimeError("x"), None, ("error", None)),
+])
+def test_end_status_reads_what_execute_reported(tmp_path: Path, raised: BaseException | None, output: Any,
+                                                expected: tuple[str, int | None]) -> None:
+    assert _launcher(tmp_path)._end_status(raised, output) == expected
+
+
+async def test_the_models_tool_call_id_names_the_call(recorder: Recorder, tmp_path: Path) -> None:
+    launcher = _launcher(tmp_path)
+    reporter = sys.modules["tao_mswea_report"].Reporter(recorder.url)
+
+    class Environment:  # a class of its own: wrapping patches the class in place
+        def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
+            return {"output": "", "returncode": 0, "exception_info": ""}
+
+    environment = launcher.wrap_environment(Environment, reporter, "s")
+    environment().execute({"command": "true", "tool_call_id": "call_abc"})
+    assert await asyncio.to_thread(reporter.flush, 10.0)
+    assert list(recorder.calls("s")) == ["call_abc"]

@@ -11,6 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from tao_harness.outcomes import status_of_exit
 from tao_harness.shims.claude_code.hooks import ClaudeHookTranslator
 from tao_harness.shims.delivery import CoordinatorPoster
 from tao_harness.shims.forwarder import Forwarder
@@ -84,24 +85,30 @@ def test_merge_is_idempotent_and_bad_user_config_is_a_clear_error(tmp_path: Path
         prepare(("opencode",), _context(tmp_path, {"OPENCODE_CONFIG_CONTENT": "{oops"}))
 
 
-@pytest.mark.skipif(NODE is None, reason="node is not installed")
-async def test_plugin_reports_exact_times_and_failures(tmp_path: Path, recorder: Recorder,
-                                                       aiohttp_server: Any) -> None:
+async def _drive_plugin(tmp_path: Path, recorder: Recorder, aiohttp_server: Any, script: str) -> bytes:
+    """Runs `script` under node with the plugin's URL as argv[2], its events going to `recorder`."""
     plugin = tmp_path / "plugin.mjs"
     plugin.write_text(plugin_source())
     driver = tmp_path / "driver.mjs"
-    driver.write_text(DRIVER)
+    driver.write_text(script)
     async with aiohttp.ClientSession() as http:
         forwarder = Forwarder(CoordinatorPoster(recorder.url, http, 10.0), SpoolWriter(tmp_path / "spool"), 100, 0.2)
         forwarder.start()
         relay = RelayState(forwarder, SessionInfo("oc-1", "opencode", {}, 0.0), ClaudeHookTranslator("oc-1"))
         server = await aiohttp_server(build_relay_app(relay))
-        env = {"TAO_RELAY_URL": str(server.make_url("")).rstrip("/"), "TAO_SESSION": "oc-1", "PATH": "/usr/bin:/bin"}
+        env = {"TAO_RELAY_URL": str(server.make_url("")).rstrip("/") + relay.prefix, "TAO_SESSION": "oc-1", "PATH": "/usr/bin:/bin"}
         process = await asyncio.create_subprocess_exec(NODE, str(driver), plugin.as_uri(), env=env,
                                                        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(process.communicate(), timeout=60)
         assert process.returncode == 0, err.decode()
         await forwarder.close(5.0)
+    return out
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+async def test_plugin_reports_exact_times_and_failures(tmp_path: Path, recorder: Recorder,
+                                                       aiohttp_server: Any) -> None:
+    out = await _drive_plugin(tmp_path, recorder, aiohttp_server, DRIVER)
     times = json.loads(out)
     t0, spawned, t1 = times["t0"] / 1000, times["spawned"] / 1000, times["t1"] / 1000
     calls = recorder.calls("oc-1")
@@ -119,3 +126,46 @@ async def test_plugin_reports_exact_times_and_failures(tmp_path: Path, recorder:
     assert denied_start["at"] == pytest.approx(t1 + 0.3) and denied_end["duration_s"] == pytest.approx(0.01)
     assert [e["type"] for e in calls["late1"]] == ["tool_start", "tool_end"]  # closed by the after hook
     assert [s["harness_session_id"] for s in recorder.sessions] == ["ses_1"]
+
+
+# OpenCode 1.18.33's own part states: every finished bash part is "completed"; metadata.exit is the code,
+# null with its timeout message when its own timeout stopped the command; an abort is an error part.
+TIMEOUT_OUTPUT = ("(no output)\n\n<shell_metadata>\nshell tool terminated command after exceeding timeout 2000 ms. "
+                  "If this command is expected to take longer ...\n</shell_metadata>")
+OUTCOME_DRIVER = """
+const { TaoTelemetry } = await import(process.argv[2]);
+const hooks = await TaoTelemetry({});
+const cases = JSON.parse(process.argv[3]);
+for (const [callID, status, metadata, error] of cases) {
+  await hooks["tool.execute.before"]({ tool: "bash", sessionID: "ses_1", callID }, { args: { command: "x" } });
+  const t = Date.now();
+  await hooks.event({ event: { type: "message.part.updated", properties: { part: { type: "tool", callID,
+    tool: "bash", sessionID: "ses_1", state: { status, input: { command: "x" }, metadata, error,
+    time: { start: t, end: t + 10 } } } } } });
+}
+// No part update: the after hook's output closes the call.
+await hooks["tool.execute.before"]({ tool: "bash", sessionID: "ses_1", callID: "after3" }, { args: {} });
+await hooks["tool.execute.after"]({ tool: "bash", sessionID: "ses_1", callID: "after3" },
+  { output: "", metadata: { output: "", exit: 3 } });
+await new Promise((resolve) => setTimeout(resolve, 2500));
+"""
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+async def test_plugin_reports_outcomes_and_exit_codes(tmp_path: Path, recorder: Recorder,
+                                                      aiohttp_server: Any) -> None:
+    codes = [0, 1, 3, 124, 126, 127, 130, 137, 143, 255]
+    cases = [[f"exit{code}", "completed", {"output": "", "exit": code, "truncated": False}, None] for code in codes]
+    cases += [["timedout", "completed", {"output": TIMEOUT_OUTPUT, "exit": None, "truncated": False}, None],
+              ["aborted", "error", {"interrupted": True}, "Tool execution aborted"],
+              ["failed", "error", {}, "Invalid arguments"],
+              ["read", "completed", {"preview": "x"}, None]]
+    script = OUTCOME_DRIVER.replace("process.argv[3]", repr(json.dumps(cases)))
+    await _drive_plugin(tmp_path, recorder, aiohttp_server, script)
+    ends = {call: events[-1] for call, events in recorder.calls("oc-1").items()}
+    for code in codes:  # the same mapping as tao_harness.outcomes
+        assert (ends[f"exit{code}"]["status"], ends[f"exit{code}"]["exit_code"]) == (status_of_exit(code), code)
+    assert (ends["timedout"]["status"], ends["timedout"]["exit_code"]) == ("timeout", None)
+    assert ends["aborted"]["status"] == "cancelled" and ends["failed"]["status"] == "error"
+    assert (ends["read"]["status"], ends["read"]["exit_code"]) == ("ok", None)
+    assert (ends["after3"]["status"], ends["after3"]["exit_code"]) == ("error", 3)

@@ -16,6 +16,7 @@ from tao_harness.shims.forwarder import Forwarder
 from tao_harness.shims.launch import LaunchContext, LaunchError
 from tao_harness.shims.relay import RelayState, SessionInfo, build_relay_app
 from tao_harness.shims.spool import SpoolWriter
+from tao_harness.store.limits import TEXT_KEPT_CHARS
 
 from .conftest import Recorder
 
@@ -45,7 +46,7 @@ def test_monitor_input_is_kept_as_hint_args() -> None:
     assert start.args == {"command": "tail -f log", "timeout_ms": 60000, "persistent": True}
 
 
-@pytest.mark.parametrize(("extra", "status"), [({}, "error"), ({"is_interrupt": True}, "interrupted")])
+@pytest.mark.parametrize(("extra", "status"), [({}, "error"), ({"is_interrupt": True}, "cancelled")])
 def test_failure_hook_ends_the_call(extra: dict[str, Any], status: str) -> None:
     translator = ClaudeHookTranslator("s1")
     translator.translate(_hook("PreToolUse", tool_name="Bash", tool_input={"command": "false"}), at=1.0)
@@ -60,7 +61,7 @@ def test_stop_closes_calls_left_open() -> None:
     translator.translate(_hook("PreToolUse", "b", tool_name="Bash", tool_input={"command": "ls"}), at=1.0)
     translator.translate(_hook("PostToolUse", "b", tool_name="Bash"), at=2.0)
     stop = translator.translate(_hook("Stop", None), at=3.0)
-    assert [(e.call_id, e.status) for e in stop.events] == [("a", "interrupted")]
+    assert [(e.call_id, e.status) for e in stop.events] == [("a", "cancelled")]
     assert translator.translate(_hook("Stop", None), at=4.0).events == ()
 
 
@@ -113,7 +114,7 @@ async def _relay(tmp_path: Path, recorder: Recorder, http: aiohttp.ClientSession
     forwarder.start()
     state = RelayState(forwarder, SessionInfo("s1", "claude-code", {}, 1.0), ClaudeHookTranslator("s1"))
     server = await aiohttp_server(build_relay_app(state))
-    return forwarder, str(server.make_url("")).rstrip("/")
+    return forwarder, str(server.make_url("")).rstrip("/") + state.prefix
 
 
 async def test_relay_api_validates_and_forwards(tmp_path: Path, recorder: Recorder, aiohttp_server: Any) -> None:
@@ -141,3 +142,104 @@ async def test_relay_api_validates_and_forwards(tmp_path: Path, recorder: Record
     assert [s["session"] for s in recorder.sessions] == ["s1.i1", "s1"]
     assert recorder.sessions[1]["harness_session_id"] == "cc-123"  # joined at the first hook
     assert recorder.ended == ["s1.i1"]
+
+
+async def test_relay_refuses_callers_without_the_run_secret(tmp_path: Path, recorder: Recorder,
+                                                            aiohttp_server: Any) -> None:
+    # The relay forwards with the coordinator's token: another local process must not inject through it.
+    async with aiohttp.ClientSession() as http:
+        forwarder, url = await _relay(tmp_path, recorder, http, aiohttp_server)
+        root = url.rsplit("/", 1)[0]
+        other = RelayState(forwarder, SessionInfo("s1", "x", {}, 1.0), ClaudeHookTranslator("s1"))
+        event = {"type": "tool_start", "session": "victim", "call_id": "c1", "tool_name": "bash", "at": 5.0}
+        for guess in (root, root + other.prefix, root + "/x" + url[len(root) + 2:]):
+            for path, body in (("/v1/events", event), ("/v1/sessions", {"session": "victim"}),
+                               ("/v1/sessions/victim/end", {}), (CLAUDE_HOOK_PATH, _hook("SessionEnd"))):
+                async with http.post(guess + path, json=body) as refused:
+                    assert refused.status == 404, (guess, path)
+        async with http.get(root + "/healthz") as health:
+            assert health.status == 200
+        async with http.post(url + "/v1/events", json=event) as accepted:
+            assert accepted.status == 200
+        await forwarder.close(2.0)
+    assert len(url) - len(root) > 30 and [e["session"] for e in recorder.events] == ["victim"]
+    assert recorder.sessions == [] and recorder.ended == []
+
+
+async def test_big_and_unstorable_tool_input_is_fitted_before_it_is_spooled(tmp_path: Path, aiohttp_server: Any) -> None:
+    # A Write hook carries the whole file; nothing leaves the relay bigger than the store keeps.
+    forwarder = Forwarder(None, SpoolWriter(tmp_path / "spool"), 100, 0.2)
+    forwarder.start()
+    state = RelayState(forwarder, SessionInfo("s1", "claude-code", {}, 1.0), ClaudeHookTranslator("s1"))
+    server = await aiohttp_server(build_relay_app(state))
+    url = str(server.make_url("")).rstrip("/") + state.prefix
+    content = "z" * 500_000 + "\x00\ud800"
+    async with aiohttp.ClientSession() as http:
+        write = _hook("PreToolUse", tool_name="Write", tool_input={"file_path": "/w/a.py", "content": content})
+        async with http.post(url + CLAUDE_HOOK_PATH, data=json.dumps(write),
+                             headers={"Content-Type": "application/json"}) as answer:
+            assert answer.status == 200
+        event = {"type": "tool_start", "session": "s1", "call_id": "c2", "tool_name": "Write", "at": 5.0,
+                 "args": {"content": content}}
+        async with http.post(url + "/v1/events", data=json.dumps(event),
+                             headers={"Content-Type": "application/json"}) as answer:
+            assert answer.status == 200
+    await forwarder.close(0.5)
+    [spooled] = (tmp_path / "spool").iterdir()
+    lines = spooled.read_text().splitlines()
+    bodies = [json.loads(line)["body"] for line in lines if '"/v1/events"' in line]
+    assert [body["call_id"] for body in bodies] == ["toolu_1", "c2"]
+    for body in bodies:
+        assert body["args"]["content"] == "z" * TEXT_KEPT_CHARS + f"…[truncated {500_002 - TEXT_KEPT_CHARS} chars]"
+    assert max(len(line) for line in lines) < 100_000
+
+
+@pytest.mark.parametrize(("error", "status", "exit_code"), [
+    ("Exit code 3", "error", 3),
+    ("Exit code 124", "timeout", 124),
+    ("Exit code 143\nCommand timed out after 3s", "timeout", 143),
+])
+def test_failure_hook_keeps_the_exit_code(error: str, status: str, exit_code: int) -> None:
+    translator = ClaudeHookTranslator("s1")
+    translator.translate(_hook("PreToolUse", tool_name="Bash", tool_input={"command": "x"}), at=1.0)
+    [end] = translator.translate(_hook("PostToolUseFailure", tool_name="Bash", error=error, is_interrupt=False,
+                                       duration_ms=3010), at=4.0).events
+    assert (end.status, end.exit_code, end.duration_s) == (status, exit_code, 3.01)
+
+
+def test_successful_shell_call_exited_zero_other_tools_have_no_code() -> None:
+    translator = ClaudeHookTranslator("s1")
+    translator.translate(_hook("PreToolUse", "b", tool_name="Bash", tool_input={"command": "true"}), at=1.0)
+    translator.translate(_hook("PreToolUse", "r", tool_name="Read", tool_input={"file_path": "/x"}), at=1.0)
+    [bash] = translator.translate(_hook("PostToolUse", "b", tool_name="Bash"), at=2.0).events
+    [read] = translator.translate(_hook("PostToolUse", "r", tool_name="Read"), at=2.0).events
+    assert (bash.exit_code, read.exit_code) == (0, None)
+
+
+@pytest.mark.parametrize(("tool", "tool_input", "response"), [
+    ("Bash", {"command": "sleep 3", "run_in_background": True, "description": "d"},
+     {"stdout": "", "backgroundTaskId": "b1v3bpqog"}),
+    ("Monitor", {"command": "tail -f log", "timeout_ms": 10000, "description": "d"},
+     {"taskId": "b1v3bpqog", "timeoutMs": 10000, "persistent": False}),
+])
+def test_a_launch_opens_a_job(tool: str, tool_input: dict[str, Any], response: dict[str, Any]) -> None:
+    translator = ClaudeHookTranslator("s1")
+    translator.translate(_hook("PreToolUse", tool_name=tool, tool_input=tool_input,
+                               transcript_path="/tmp/t.jsonl"), at=1.0)
+    end, job = translator.translate(_hook("PostToolUse", tool_name=tool, tool_input=tool_input,
+                                          tool_response=response, duration_ms=9), at=1.02).events
+    assert (end.call_id, end.status, end.exit_code) == ("toolu_1", "ok", None)  # its work has not ended
+    assert (job.call_id, job.kind, job.at, job.command) == ("toolu_1:job", "job", 1.0, tool_input["command"])
+    assert job.args["task_id"] == "b1v3bpqog" and "run_in_background" not in job.args
+    assert translator.jobs["b1v3bpqog"].call_id == "toolu_1:job"
+    assert translator.transcript_path == "/tmp/t.jsonl"
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (("claude", "-p", "x", "--output-format", "stream-json", "--verbose"), True),
+    (("claude", "-p", "x", "--output-format=stream-json"), True),
+    (("claude", "-p", "x", "--output-format", "json"), False),
+    (("claude", "-p", "--", "--output-format", "stream-json"), False),
+])
+def test_stream_json_output_is_observed(tmp_path: Path, argv: tuple[str, ...], expected: bool) -> None:
+    assert prepare(argv, _context(tmp_path)).observe_stdout is expected

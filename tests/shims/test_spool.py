@@ -10,6 +10,8 @@ import aiohttp
 from tao_harness.shims.delivery import CoordinatorPoster, flush_spool
 from tao_harness.shims.forwarder import Forwarder
 from tao_harness.shims.spool import SpoolRecord, SpoolWriter, claim, describe
+from tao_harness.store.limits import TEXT_KEPT_CHARS
+from tao_harness.store.redact import MASK
 
 from .conftest import Recorder
 
@@ -123,22 +125,75 @@ async def test_forwarder_without_coordinator_leaves_a_spool_for_the_next_run(
     assert result.delivered == 3 and len(recorder.events) == 3
 
 
-async def test_rejected_records_are_dropped_not_retried(tmp_path: Path, aiohttp_server) -> None:
+async def test_refused_events_are_dropped_alone_not_retried(tmp_path: Path, aiohttp_server) -> None:
     from aiohttp import web
 
     hits: list[int] = []
+    stored: list[str] = []
 
-    async def reject(_: web.Request) -> web.Response:
-        hits.append(1)
-        return web.json_response({"error": {"message": "events[0].at: bad"}}, status=400)
+    async def events(request: web.Request) -> web.Response:
+        batch = (await request.json())["events"]
+        hits.append(len(batch))
+        bad = [i for i, event in enumerate(batch) if event["call_id"].startswith("bad")]
+        if bad:
+            return web.json_response({"error": {"message": f"events[{bad[0]}].at: bad"}}, status=400)
+        stored.extend(event["call_id"] for event in batch)
+        return web.json_response({"accepted": len(batch)})
 
     app = web.Application()
-    app.router.add_post("/v1/events", reject)
+    app.router.add_post("/v1/events", events)
     server = await aiohttp_server(app)
     writer = SpoolWriter(tmp_path)
-    writer.append(_records(2))
+    records = _records(64)
+    records[5] = SpoolRecord("/v1/events", _event("s1", "bad-5"), 1.0)
+    records[40] = SpoolRecord("/v1/events", _event("s1", "bad-40"), 1.0)
+    writer.append(records)
     writer.close()
     async with aiohttp.ClientSession() as http:
         result = await flush_spool(tmp_path, CoordinatorPoster(str(server.make_url("")), http, 10.0), 100)
-    assert (result.rejected, result.remaining, len(hits)) == (2, 0, 1)
+    assert (result.delivered, result.rejected, result.remaining) == (62, 2, 0)
+    assert stored == [f"c{i}" for i in range(64) if i not in (5, 40)]  # in order, none lost
+    assert len(hits) <= 1 + 2 * 2 * 6  # a bisection per refused event, not one request per event
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_spool_holds_only_redacted_text_in_private_files(tmp_path: Path) -> None:
+    directory = tmp_path / "spool"
+    forwarder = Forwarder(None, SpoolWriter(directory), 100, 0.2)
+    forwarder.start()
+    forwarder.submit("/v1/events", {**_event("s1", "c1"), "command": "mysql -u root -pS3cr3tPw shop",
+                                    "args": {"command": "mysql -u root -pS3cr3tPw shop", "password": "hunter2"}})
+    forwarder.submit("/v1/sessions", {"session": "s1", "labels": {"task": "t"}})
+    await forwarder.close(1.0)
+    [path] = directory.iterdir()
+    text = path.read_text()
+    assert "S3cr3tPw" not in text and "hunter2" not in text and text.count(MASK) == 3
+    assert [r.body.get("call_id") for r in claim(path).records] == ["c1", None]  # nothing else lost
+    assert (path.stat().st_mode & 0o777, directory.stat().st_mode & 0o777) == (0o600, 0o700)
+
+
+def test_a_spool_directory_open_to_others_is_made_private(tmp_path: Path) -> None:
+    directory = tmp_path / "spool"
+    directory.mkdir(mode=0o755)
+    directory.chmod(0o755)
+    SpoolWriter(directory).close()
+    assert directory.stat().st_mode & 0o777 == 0o700
+
+
+async def test_an_old_unredacted_spool_is_redacted_and_fitted_when_flushed(tmp_path: Path,
+                                                                           recorder: Recorder) -> None:
+    # A file an older tao-run wrote: commands in clear, a Write call with the whole file.
+    old = {**_event("s1", "c1"), "command": "sshpass -p S3cr3t ssh host", "args": {"content": "q" * 200_000}}
+    writer = SpoolWriter(tmp_path)
+    writer.append([SpoolRecord("/v1/events", old, 1.0)])
+    writer.close()
+    recorder.down = True
+    async with aiohttp.ClientSession() as http:
+        kept = await flush_spool(tmp_path, CoordinatorPoster(recorder.url, http, 10.0), 100)
+        [path] = tmp_path.iterdir()
+        assert kept.remaining == 1 and "S3cr3t" not in path.read_text() and len(path.read_text()) < 70_000
+        recorder.down = False
+        sent = await flush_spool(tmp_path, CoordinatorPoster(recorder.url, http, 10.0), 100)
+    [event] = recorder.events
+    assert sent.delivered == 1 and event["command"] == f"sshpass -p {MASK} ssh host"
+    assert event["args"]["content"] == "q" * TEXT_KEPT_CHARS + f"…[truncated {200_000 - TEXT_KEPT_CHARS} chars]"

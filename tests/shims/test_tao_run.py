@@ -6,11 +6,12 @@ import asyncio
 import os
 import signal
 import sys
+from urllib.parse import urlsplit
 
 import pytest
 
 from tao_harness.cli.run import _plan, main
-from tao_harness.shims.runner import run_agent
+from tao_harness.shims.runner import pass_through, run_agent
 
 from .conftest import TAO_RUN, Recorder, spool_dir
 
@@ -74,7 +75,7 @@ async def test_child_environment_points_at_the_proxy(recorder: Recorder, private
     assert code == 0
     openai, anthropic, session, relay = capfd.readouterr().out.strip().split("|")
     assert openai.endswith("/s/env1/v1") and anthropic.endswith("/s/env1") and session == "env1"
-    assert relay.startswith("http://127.0.0.1:")
+    assert relay.startswith("http://127.0.0.1:") and len(urlsplit(relay).path) > 30  # the run's relay secret
     assert "TAO_SESSION" not in os.environ  # only the child's environment was changed
 
 
@@ -130,3 +131,41 @@ async def test_spool_cli_flush(recorder: Recorder, private_dirs: dict[str, str])
     assert code == 0
     assert len(recorder.events) == 6 and recorder.ended == ["late"]
     assert list(spool_dir(private_dirs).glob("*.jsonl")) == []
+
+
+async def test_spool_cli_flush_says_why_records_were_kept(recorder: Recorder, private_dirs: dict[str, str],
+                                                         capfd: pytest.CaptureFixture[str]) -> None:
+    assert await tao_run(["--coordinator", "http://127.0.0.1:9", "--session", "kept", "--harness", "generic",
+                          "--", sys.executable, "-c", POST_EVENTS, "2"]) == 0
+    capfd.readouterr()
+    recorder.down = True  # up, but its store is not: 503
+    from tao_harness.cli.main import main as tao_main
+
+    code = await asyncio.to_thread(tao_main, ["spool", "flush", "--coordinator", recorder.url])
+    err = capfd.readouterr().err
+    assert code == 1 and "record(s) kept for later: coordinator answered 503 to /v1/" in err, err
+    assert "unreachable" not in err and len(list(spool_dir(private_dirs).glob("*.jsonl"))) == 1
+
+
+async def test_observed_stdout_passes_through_byte_for_byte(capfdbinary: pytest.CaptureFixture[bytes]) -> None:
+    source = asyncio.StreamReader()
+    data = b'{"type": "system", "subtype": "task_updated"}\n\xff\xfehalf a li' + b"ne\nno newline at the end"
+    for start in range(0, len(data), 7):  # chunk borders inside lines
+        source.feed_data(data[start:start + 7])
+    source.feed_eof()
+    lines: list[str] = []
+    await pass_through(source, lines.append)
+    assert capfdbinary.readouterr().out == data
+    assert lines == ['{"type": "system", "subtype": "task_updated"}', "\ufffd\ufffdhalf a line"]
+
+
+async def test_a_failing_line_reader_does_not_stop_the_agents_output(capfdbinary: pytest.CaptureFixture[bytes]) -> None:
+    source = asyncio.StreamReader()
+    source.feed_data(b"one\ntwo\nthree\n")
+    source.feed_eof()
+
+    def broken(line: str) -> None:
+        raise RuntimeError(line)
+
+    await pass_through(source, broken)
+    assert capfdbinary.readouterr().out == b"one\ntwo\nthree\n"

@@ -16,8 +16,8 @@ from tao_harness.sim.report import (
     format_block,
     format_markdown,
     tao_vs_best_baseline,
-    write_report,
 )
+from tao_harness.sim.report_plots import write_report
 
 SETTINGS = BenchSettings(replicas=2, profile="qwen3-32b-2xh100", seed=0, sessions=10)
 # Every field zero first, so a metric added to SimMetrics later does not break these hand-made results.
@@ -45,6 +45,7 @@ def _run(policy: str, workers: int = 16, workload: str = "swe-lite", **metrics: 
         replace(BASE, **metrics),
         timeline=((0.0, 0), (1.0, 3), (5.0, 1)),
         ttft_samples=(0.1, 0.2, 0.4),
+        wait_samples=(0.0, 0.0, 3.0),
         wall_s=0.5,
     )
 
@@ -77,7 +78,7 @@ def test_percent_row_reproduces_the_papers_convention() -> None:
     assert gains["admissions"] is None and gains["interrupts"] is None
     last = _rows(format_block("swe-lite", 64, PAPER))["TAO vs best baseline"]
     assert last[:3] == ["+26.8%", "+36.2%", "+29.5%"]
-    assert last[6:] == ["-", "-"]
+    assert last[-2:] == ["-", "-"]  # admissions, interrupts
 
 
 def test_best_value_per_column_is_bold_and_counts_never_are() -> None:
@@ -88,8 +89,19 @@ def test_best_value_per_column_is_bold_and_counts_never_are() -> None:
     assert all(
         cell == "**0.900**" for cell in (rows[p][3] for p in rows if p != "TAO vs best baseline")
     )  # ties
-    assert "**" not in rows["tao"][6] + rows["tao"][7]
-    assert rows["tao"][7] == "9"
+    assert "**" not in rows["tao"][-2] + rows["tao"][-1]
+    assert rows["tao"][-1] == "9"
+
+
+def test_tail_columns_show_p99_and_max_ttft_and_pool_wait() -> None:
+    runs = [_run("vllm-ca", p99_ttft_s=40.0, max_ttft_s=300.0, p99_pause_wait_s=0.0, max_pause_wait_s=0.0),
+            _run("tao", p99_ttft_s=10.0, max_ttft_s=35.5, p99_pause_wait_s=8.0, max_pause_wait_s=31.25)]
+    headers = format_block("w", 8, runs).splitlines()[2]
+    for header in ("p99 TTFT (s)", "max TTFT (s)", "p99 pool wait (s)", "max pool wait (s)"):
+        assert header in headers
+    rows = _rows(format_block("w", 8, runs))
+    assert rows["tao"][6:10] == ["**10.00**", "**35.5**", "8.00", "31.2"]
+    assert rows["TAO vs best baseline"][6:8] == ["+75.0%", "+88.2%"]
 
 
 def test_a_losing_tao_gets_a_negative_percentage() -> None:
@@ -133,6 +145,7 @@ def test_write_report_writes_markdown_csv_and_plots(tmp_path: Path) -> None:
         "running_swe-lite_16.png",
         "throughput_swe-lite.png",
         "ttft_cdf_swe-lite_16.png",
+        "wait_cdf_swe-lite_16.png",
     ]
     for path in files:
         assert path.stat().st_size > 0
@@ -140,7 +153,10 @@ def test_write_report_writes_markdown_csv_and_plots(tmp_path: Path) -> None:
             assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (tmp_path / "out" / "results.md").read_text() == format_markdown(runs, SETTINGS)
     with (tmp_path / "out" / "results.csv").open() as handle:
+        header = next(csv.reader(handle))
+        handle.seek(0)
         rows = list(csv.DictReader(handle))
+    assert len(header) == len(set(header)), header  # a column named twice hides one of them
     assert len(rows) == 5
     tao = next(r for r in rows if r["policy"] == "tao")
     assert float(tao["decode_tok_s"]) == pytest.approx(2021.5)
@@ -157,3 +173,13 @@ def test_values_that_print_equal_are_bold_together() -> None:
     rows = _rows(format_block("w", 8, runs))
     assert rows["a"][0] == rows["b"][0] == "**234.5**"
     assert rows["c"][0] == "240.0"
+
+
+def test_every_policy_gets_its_own_colour() -> None:
+    from tao_harness.policies.registry import policy_names
+    from tao_harness.sim.report_plots import policy_colours
+
+    names = list(policy_names())
+    assert len(names) > 10  # more than matplotlib's default colour cycle holds
+    colours = policy_colours(names)
+    assert set(colours) == set(names) and len(set(colours.values())) == len(names)

@@ -76,3 +76,15 @@ def test_help_explains_every_option() -> None:
     for option in ("--trace", "--policy", "--replicas", "--workers", "--profile", "--seed", "--json",
                    "--oracle-readiness", "--num-gpu-blocks"):
         assert option in proc.stdout
+
+
+def test_dump_snapshots_records_every_plan_for_replay(trace_file: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "snapshots"
+    assert main(["sim", "--trace", str(trace_file), "--policy", "tao", "--replicas", "2", "--workers", "2",
+                 "--dump-snapshots", str(folder), "--json"]) == 0
+    admissions = json.loads(capsys.readouterr().out)["metrics"]["admissions"]
+    recorded = sorted(folder.glob("*.json"))
+    assert recorded and admissions >= 3
+    assert main(["plan", str(recorded[0]), "--json"]) == 0  # each one replays as it was planned
+    assert json.loads(capsys.readouterr().out)["policy"] == "tao"

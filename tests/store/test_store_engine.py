@@ -1,14 +1,16 @@
 from __future__ import annotations
 
 import socket
+import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
-from sqlalchemy import inspect, select, text
+from sqlalchemy import Connection, create_engine, inspect, select, text
+from sqlalchemy.pool import NullPool
 
 from tao_harness.store.engine import StoreError, open_store, resolve_url
-from tao_harness.store.models import SCHEMA_VERSION, SchemaVersion
+from tao_harness.store.models import SCHEMA_VERSION, SchemaVersion, ToolCall
 from tao_harness.store.records import ToolCallRecord
 from tao_harness.store.writer import StoreWriter
 
@@ -60,27 +62,64 @@ def test_newer_schema_is_refused(db_url: str) -> None:
         open_store(db_url)
 
 
-def test_version_1_database_is_upgraded_keeping_rows(db_url: str) -> None:
-    with open_store(db_url) as store:
-        with StoreWriter(store) as writer:
-            writer.submit(
-                ToolCallRecord(id="c1", session_id="s1", tool_name="Read", family="Read", duration_s=0.5)
-            )
-        with store.engine.begin() as conn:  # turn it back into the version-1 layout
-            conn.execute(text("DROP TABLE plans"))
-            conn.execute(text("ALTER TABLE tool_calls DROP COLUMN env_timeout_s"))
-            conn.execute(text("DELETE FROM schema_version"))
-            conn.execute(SchemaVersion.__table__.insert().values(version=1, applied_at=0.0))
+_V2_TOOL_CALLS = """CREATE TABLE tool_calls (
+    id VARCHAR(200) PRIMARY KEY, session_id VARCHAR(200) REFERENCES sessions (id) ON DELETE CASCADE,
+    harness VARCHAR(64), tool_name VARCHAR(200), family VARCHAR(200), command TEXT, args JSON, hints JSON,
+    timeout_s DOUBLE PRECISION, env_timeout_s DOUBLE PRECISION, background BOOLEAN,
+    started_at DOUBLE PRECISION, ended_at DOUBLE PRECISION, duration_s DOUBLE PRECISION,
+    status VARCHAR(32), exit_code INTEGER)"""
+
+
+def _downgrade(conn: Connection, version: int) -> None:
+    """Turn a fresh database back into the layout of schema `version` (1 or 2), with one stored call."""
+    conn.execute(text("DROP TABLE tool_calls"))
+    conn.execute(text(_V2_TOOL_CALLS))
+    conn.execute(text("CREATE INDEX ix_tool_calls_family_ended ON tool_calls (family, ended_at)"))
+    conn.execute(text("CREATE INDEX ix_tool_calls_session_started ON tool_calls (session_id, started_at)"))
+    conn.execute(text("CREATE INDEX ix_tool_calls_started_at ON tool_calls (started_at)"))
+    conn.execute(text("INSERT INTO sessions (id) VALUES ('s1')"))
+    conn.execute(
+        text("INSERT INTO tool_calls (id, session_id, tool_name, family, duration_s, args) "
+             "VALUES ('c1', 's1', 'Read', 'Read', 0.5, '{\"path\": \"a.py\"}')")
+    )
+    conn.execute(text("ALTER TABLE sessions DROP COLUMN time_scale"))  # schema 5
+    conn.execute(text("DROP TABLE llm_attempts"))  # schema 4
+    conn.execute(text("ALTER TABLE llm_requests DROP COLUMN attempts"))
+    if version < 2:
+        conn.execute(text("DROP TABLE plans"))
+        conn.execute(text("ALTER TABLE tool_calls DROP COLUMN env_timeout_s"))
+    conn.execute(text("DELETE FROM schema_version"))
+    conn.execute(SchemaVersion.__table__.insert().values(version=version, applied_at=0.0))
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_older_database_is_upgraded_keeping_rows(db_url: str, version: int) -> None:
+    with open_store(db_url) as store, store.engine.begin() as conn:
+        _downgrade(conn, version)
     with open_store(db_url, create=False) as store:
-        assert store.schema_version == SCHEMA_VERSION == 2
-        columns = {c["name"] for c in inspect(store.engine).get_columns("tool_calls")}
-        assert "env_timeout_s" in columns and inspect(store.engine).has_table("plans")
+        assert store.schema_version == SCHEMA_VERSION == 5
+        inspector = inspect(store.engine)
+        assert "time_scale" in {c["name"] for c in inspector.get_columns("sessions")}
+        assert inspector.has_table("llm_attempts")
+        assert "attempts" in {c["name"] for c in inspector.get_columns("llm_requests")}
+        columns = {c["name"] for c in inspector.get_columns("tool_calls")}
+        assert "env_timeout_s" in columns and inspector.has_table("plans")
+        assert inspector.get_pk_constraint("tool_calls")["constrained_columns"] == ["session_id", "id"]
+        indexes = {ix["name"] for ix in inspector.get_indexes("tool_calls")}
+        assert {"ix_tool_calls_family_ended", "ix_tool_calls_session_started", "ix_tool_calls_started_at"} <= indexes
         with store.engine.connect() as conn:
-            assert conn.execute(text("SELECT duration_s FROM tool_calls WHERE id = 'c1'")).scalar() == 0.5
+            row = conn.execute(select(ToolCall)).one()
             versions = (
                 conn.execute(select(SchemaVersion.version).order_by(SchemaVersion.version)).scalars().all()
             )
-        assert versions == [1, 2]
+        assert (row.session_id, row.id, row.duration_s, row.args) == ("s1", "c1", 0.5, {"path": "a.py"})
+        assert versions == list(range(version, SCHEMA_VERSION + 1))
+        # After the upgrade, another session may use the same call id without touching s1's row.
+        with StoreWriter(store) as writer:
+            writer.submit(ToolCallRecord(id="c1", session_id="s2", tool_name="Bash", duration_s=9.0))
+        with store.engine.connect() as conn:
+            rows = {(r.session_id, r.id): r.duration_s for r in conn.execute(select(ToolCall))}
+        assert rows == {("s1", "c1"): 0.5, ("s2", "c1"): 9.0}
 
 
 def test_unreachable_server_is_a_one_line_error() -> None:
@@ -121,3 +160,36 @@ def test_url_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     with pytest.raises(StoreError, match="not a database URL"):
         resolve_url("::nonsense://")
     assert not (tmp_path / "data").exists()
+
+
+def _foreign_sqlite(path: Path) -> bytes:
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE users (name TEXT)")
+        db.execute("INSERT INTO users VALUES ('ada')")
+    db.close()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("create", [False, True])
+def test_foreign_sqlite_file_is_refused_and_left_unchanged(tmp_path: Path, create: bool) -> None:
+    # `tao history ...` opens with create=False, `tao coordinator --db` with create=True.
+    foreign = tmp_path / "foreign.db"
+    before = _foreign_sqlite(foreign)
+    expected = "holds no tao_harness history" if not create else r"holds other tables \(users\)"
+    with pytest.raises(StoreError, match=expected):
+        open_store(str(foreign), create=create)
+    assert foreign.read_bytes() == before  # still the rollback journal, no tables added
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["foreign.db"]  # no -wal / -shm files
+    with sqlite3.connect(foreign) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    db.close()
+
+
+def test_foreign_tables_in_postgresql_schema_are_left_alone(pg_url: str) -> None:
+    engine = create_engine(pg_url, poolclass=NullPool)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE users (name TEXT)"))
+    with pytest.raises(StoreError, match=r"holds other tables \(users\)"):
+        open_store(pg_url)
+    assert inspect(engine).get_table_names() == ["users"]
+    engine.dispose()

@@ -90,7 +90,8 @@ def test_synthetic_history_loads_and_is_reproducible(db_url: str) -> None:
         with StoreWriter(store) as writer:
             writer.submit_many(records)
         history = DurationHistory.from_samples(queries.family_durations(store))
-        assert len(history) == len(calls)
+        # Timed-out calls are censored samples: their duration is the deadline, so they are left out.
+        assert len(history) == len([c for c in calls if c.status != "timeout"]) < len(calls)
         with store.engine.connect() as conn:
             assert conn.execute(select(func.count()).select_from(LLMRequest)).scalar_one() == len(calls)
             assert conn.execute(select(func.count()).select_from(Session)).scalar_one() == 6

@@ -25,8 +25,35 @@ CASES = [
     ("aws s3 ls # AKIAABCDEFGHIJKLMNOP", f"aws s3 ls # {MASK}"),
     ("mysql --password=secret -u root", f"mysql --password={MASK} -u root"),
     ("tool --api-key abc123 run", f"tool --api-key {MASK} run"),
+    # gaps an adversarial probe found (issue 16 #8)
+    ("curl -u alice:s3cret https://h/x", f"curl -u alice:{MASK} https://h/x"),
+    ("curl --user 'alice:s3cret' https://h", f"curl --user 'alice:{MASK}' https://h"),
+    ("mysql -u root -ps3cret -h db shop", f"mysql -u root -p{MASK} -h db shop"),
+    ("sshpass -p s3cret ssh admin@10.0.0.1", f"sshpass -p {MASK} ssh admin@10.0.0.1"),
+    (
+        "aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG",
+        f"aws configure set aws_secret_access_key {MASK}",
+    ),
+    ("curl -H 'X-Auth-Token: abc123' https://h", f"curl -H 'X-Auth-Token: {MASK}' https://h"),
+    ('curl -H "api-key: 0123abcd" https://x.openai.azure.com', f'curl -H "api-key: {MASK}" https://x.openai.azure.com'),
+    ("docker login -u bot -p s3cret registry.io", f"docker login -u bot -p {MASK} registry.io"),
+    ("redis-cli -h cache -a s3cret ping", f"redis-cli -h cache -a {MASK} ping"),
+    ("git clone https://ghtoken123@github.com/a/b.git", f"git clone https://{MASK}@github.com/a/b.git"),
+    ("curl -H 'Cookie: session=abc; csrftoken=x' https://h", f"curl -H 'Cookie: {MASK}' https://h"),
+    (
+        "printf '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNz\n-----END OPENSSH PRIVATE KEY-----\n' > k",
+        f"printf '{MASK}\n' > k",
+    ),
+    ("echo -----BEGIN RSA PRIVATE KEY-----\nMIIEow", f"echo {MASK}"),
+    ("OPENAI_KEY_FILE=x echo sk-abc123", f"OPENAI_KEY_FILE={MASK} echo {MASK}"),
+    ("python call.py sk-1a2b3c4d", f"python call.py {MASK}"),
 ]
 UNCHANGED = [
+    "mysql -u root -p shop",
+    "git add -u && sort -u names.txt",
+    "ssh -p 2222 host",
+    "docker run -p 8080:80 nginx",
+    "mkdir -p build && cp -pr a b",
     "python -m pytest tests/test_keys.py -k key_value -x",
     "git log --oneline -5",
     "ls -la /home/user/tokens/",
@@ -70,3 +97,13 @@ def test_nested_argument_values() -> None:
         "timeout": 5,
         "headers": {"h": f"Bearer {MASK}"},
     }
+
+
+def test_argument_fields_named_like_secrets_are_masked() -> None:
+    args = {"password": "hunter2", "api_key": 1234, "ssh_passphrase": "p", "accessToken": "x", "X-Auth-Token": "t",
+            "max_tokens": 100, "token_count": 3, "path": "secrets.txt", "auth": {"user": "bob"}, "pwd": ""}
+    assert Redactor().value(args) == {
+        "password": MASK, "api_key": MASK, "ssh_passphrase": MASK, "accessToken": MASK, "X-Auth-Token": MASK,
+        "max_tokens": 100, "token_count": 3, "path": "secrets.txt", "auth": {"user": "bob"}, "pwd": "",
+    }
+    assert Redactor(enabled=False).value({"password": "hunter2"}) == {"password": "hunter2"}

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import multiprocessing
 import threading
 import time
@@ -10,10 +11,12 @@ import pytest
 from sqlalchemy import func, select, text
 
 from tao_harness.config import StoreConfig
+from tao_harness.store import writer as writer_module
 from tao_harness.store.engine import Store, StoreError, open_store
 from tao_harness.store.models import Plan, Session, ToolCall
 from tao_harness.store.records import LLMRequestRecord, PlanRecord, SessionRecord, ToolCallRecord
 from tao_harness.store.redact import MASK
+from tao_harness.store.upsert import write_batch
 from tao_harness.store.writer import StoreWriter
 
 
@@ -239,3 +242,76 @@ def test_many_writer_processes_lose_nothing(db_url: str) -> None:
     assert [child.exitcode for child in children] == [0] * processes
     with open_store(db_url) as store:
         assert _count(store) == processes * threads * calls
+
+
+def test_sessions_numbering_calls_alike_keep_their_own_rows(db_url: str) -> None:
+    # Harnesses number calls per session (call_1, call_2, ...): the same id in two sessions is two calls.
+    with open_store(db_url) as store:
+        with StoreWriter(store) as writer:
+            for session, duration in (("s1", 1.0), ("s2", 2.0)):
+                for call in ("call_1", "call_2", "call_3"):
+                    writer.submit(_start(call, session))
+                    writer.submit(_end(call, session, duration))
+        with store.engine.connect() as conn:
+            rows = {(r.session_id, r.id): r.duration_s for r in conn.execute(select(ToolCall))}
+    assert len(rows) == 6
+    assert {rows[("s1", f"call_{n}")] for n in (1, 2, 3)} == {1.0}
+    assert {rows[("s2", f"call_{n}")] for n in (1, 2, 3)} == {2.0}
+
+
+async def test_acknowledging_waiters_hold_no_threads(sqlite_url: str) -> None:
+    # The coordinator acknowledges each event POST with `acommit`: were every waiter a thread of the loop's
+    # small default executor, hundreds of POSTs would queue there behind one another (and the planner,
+    # which runs there too, behind them). With that executor busy, acknowledgments still come.
+    loop = asyncio.get_running_loop()
+    busy, release = threading.Event(), threading.Event()
+    loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=1))
+    blocker = loop.run_in_executor(None, lambda: (busy.set(), release.wait(60)))
+    try:
+        assert busy.wait(10)
+        with open_store(sqlite_url) as store:
+            writer = StoreWriter(store, flush_interval_s=60.0)
+            acks = []
+            for n in range(8):
+                first = writer.submit(_start(f"c{n}", "s"))
+                acks.append(writer.acommit(first, first + 1))
+            results = await asyncio.wait_for(asyncio.gather(*acks), 20)
+            assert [r.unavailable for r in results] == [None] * 8
+            assert _count(store, "1=1") == 8
+            writer.close()
+    finally:
+        release.set()
+        await blocker
+
+
+def test_waiters_share_one_transaction(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Group commit: records and flush requests queued while a batch is being written go into the next
+    # batch together, not one transaction per waiter (a loaded coordinator acknowledged ~one event per write).
+    batches: list[int] = []
+    writing, go_on = threading.Event(), threading.Event()
+
+    def counted(conn: object, records: list[object], redactor: object) -> None:
+        batches.append(len(records))
+        writing.set()
+        assert go_on.wait(30)
+        write_batch(conn, records, redactor)
+
+    monkeypatch.setattr(writer_module, "write_batch", counted)
+    with open_store(sqlite_url) as store:
+        writer = StoreWriter(store, flush_interval_s=60.0)
+        writer.submit(_start("first", "s"))
+        flushing = [threading.Thread(target=writer.flush)]
+        flushing[0].start()
+        assert writing.wait(10)  # the first batch is being written; the writer takes nothing meanwhile
+        for n in range(10):
+            writer.submit(_start(f"c{n}", "s"))
+            waiter = threading.Thread(target=writer.flush)
+            waiter.start()
+            flushing.append(waiter)
+            assert _wait_for(lambda: writer._queue.qsize() == 2 * (n + 1))  # its flush request is queued
+        go_on.set()
+        for waiter in flushing:
+            waiter.join(30)
+        writer.close()
+        assert _count(store, "1=1") == 11
+    assert batches == [1, 10]

@@ -5,8 +5,10 @@ Runs inside mini-SWE-agent's own interpreter, so it is stdlib only. Before runni
 - `Environment.execute` of every environment class (local, docker, and any class looked up by name
   through `get_environment_class`, which is how the swebench batch path builds its environments)
   reports `tool_start` before and `tool_end` in `finally`: the submit command ends the run by raising
-  `Submitted` from `execute`. The call's `timeout` or the environment's `config.timeout` is the only
-  deadline mini-SWE-agent has and is sent as `env_timeout_s`.
+  `Submitted` from `execute`. The call's `timeout` or the environment's `config.timeout` (seconds) is
+  the only deadline mini-SWE-agent has and is sent as `env_timeout_s`. The call id is the model's
+  tool-call id when the action carries one. Outcomes use `tao_outcomes`, a copy of
+  `tao_harness.outcomes` installed next to this file.
 - `get_model` points `model_kwargs.api_base` at the proxy and adds an `X-TAO-Session` header.
 - `minisweagent.run.benchmarks.swebench.process_instance` (patched when that module is imported) runs
   each instance as its own session `<session>.<instance_id>`, so every `-w N` worker thread's current
@@ -28,6 +30,7 @@ import uuid
 from typing import Any, Callable
 
 from tao_mswea_report import Reporter, after_import
+from tao_outcomes import status_of_exit
 
 HARNESS = "mini-swe-agent"
 SWEBENCH_MODULE = "minisweagent.run.benchmarks.swebench"
@@ -39,14 +42,22 @@ def _session(base: str) -> str:
 
 
 def _end_status(exc: BaseException | None, output: Any) -> tuple[str, int | None]:
+    """(status, exit code) in tao_outcomes' vocabulary from what `execute` returned or raised."""
     if exc is not None:
         if type(exc).__name__ == "Submitted":
-            return "ok", 0
-        return ("interrupted" if isinstance(exc, KeyboardInterrupt) else "error"), None
-    code = output.get("returncode") if isinstance(output, dict) else None
-    exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
-    failed = isinstance(output, dict) and bool(output.get("exception_info"))
-    return ("error" if failed else "ok"), exit_code
+            return "ok", 0  # the submit command exited 0, then mini-SWE-agent ended the run
+        return ("cancelled" if isinstance(exc, KeyboardInterrupt) else "error"), None
+    if not isinstance(output, dict):
+        return "error", None
+    extra = output.get("extra") if isinstance(output.get("extra"), dict) else {}
+    if extra.get("exception_type") == "TimeoutExpired":
+        return "timeout", None  # returncode -1 is a placeholder: the process group was SIGKILLed
+    if output.get("exception_info"):
+        return "error", None
+    code = output.get("returncode")
+    if isinstance(code, int) and not isinstance(code, bool) and code >= 0:
+        return status_of_exit(code), code
+    return "error", None
 
 
 def wrap_environment(cls: type, reporter: Reporter, base: str) -> type:
@@ -56,13 +67,18 @@ def wrap_environment(cls: type, reporter: Reporter, base: str) -> type:
 
     @functools.wraps(original)
     def execute(self: Any, action: Any, *args: Any, **kwargs: Any) -> Any:
-        session, call_id = _session(base), f"mswea-{uuid.uuid4().hex[:16]}"
+        session = _session(base)
+        # The model's tool-call id (mini-SWE-agent keeps it on the action), as its trajectory names the call.
+        call_id = action.get("tool_call_id") if isinstance(action, dict) else None
+        if not isinstance(call_id, str) or not call_id:
+            call_id = f"mswea-{uuid.uuid4().hex[:16]}"
         command = action.get("command", "") if isinstance(action, dict) else str(action)
+        # `execute(..., timeout=)` and `environment.timeout` are seconds; the model's own arguments
+        # carry no timeout, so the deadline travels as env_timeout_s only.
         timeout = kwargs.get("timeout") or getattr(getattr(self, "config", None), "timeout", None)
         started = time.time()
         reporter.event({"type": "tool_start", "session": session, "call_id": call_id, "tool_name": "bash",
-                        "harness": HARNESS, "at": started, "command": command,
-                        "args": {"command": command, "timeout": timeout},
+                        "harness": HARNESS, "at": started, "command": command, "args": {"command": command},
                         "env_timeout_s": float(timeout) if isinstance(timeout, (int, float)) else None})
         output, error = None, None
         try:

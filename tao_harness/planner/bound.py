@@ -1,0 +1,55 @@
+"""A certified lexicographic upper bound on (K, R, T, N): every plan carries its own proven gap.
+
+The bound is (K̄, R̄, T̄, N̄): K̄ ≥ K of every feasible placement (the certificate's K* or the Lagrangian
+bound, planner/lagrange.py), and (R̄, T̄, N̄) ≥ (R, T, N) of every feasible placement, compared
+lexicographically, whatever its K. So every placement's (K, R, T, N) is ≤ the bound, lexicographically:
+below K̄ in K, or equal in K and below in the rest. The (R, T, N) part is the surrogate relaxation over
+all sessions: every node's room merged into one bin (each room first cut to the fullest fill any subset
+of sessions reaches), each session worth its best (r, t, 1), solved as one 1-D knapsack on the packed
+value; on large problems its LP relaxation (weaker, much cheaper) instead.
+"""
+
+from __future__ import annotations
+
+from tao_harness.planner.certificate import INT64_BITS, fullest_fills, surrogate_knapsack
+from tao_harness.planner.problem import Packer, Problem
+
+Objective = tuple[int, int, int, int]
+
+_EXACT_WORK = 200_000  # sessions × merged room past which the LP bound replaces the exact knapsack
+
+
+def rest_bound(problem: Problem, packer: Packer) -> int:
+    """(R̄, T̄, N̄) packed (K field 0): ≥ the (R, T, N) of every feasible placement."""
+    items, gain = [], [0] * problem.n
+    for i, row in enumerate(problem.values):
+        usable = {(v[1], v[2]) for v, room in zip(row, problem.room) if v is not None and problem.size[i] <= room}
+        if usable:  # (r, t) are the session's own in a snapshot; a bare Problem may vary them by node
+            items.append(i)
+            gain[i] = packer.pack((0, *max(usable)))
+    size = list(problem.size)
+    capacity = sum(fullest_fills(items, size, list(problem.room)))
+    if packer.bits_without_k > INT64_BITS or len(items) * capacity > _EXACT_WORK:
+        return _fractional(items, size, gain, capacity)
+    return sum(gain[i] for i in surrogate_knapsack(items, size, gain, capacity))
+
+
+def _fractional(items: list[int], size: list[int], gain: list[int], capacity: int) -> int:
+    """The merged knapsack's LP bound (Dantzig): best gain per quantum first, the last one in part,
+    rounded down (the integer optimum is an integer below it). Python ints: no overflow."""
+    total, left = sum(gain[i] for i in items if size[i] == 0), capacity
+    # gain·M // size orders the ratios exactly: two different ratios of sizes ≤ S differ by ≥ 1/S² = 1/M
+    scale = max(size, default=1) ** 2
+    for i in sorted((i for i in items if size[i] > 0), key=lambda i: -(gain[i] * scale // size[i])):
+        if size[i] <= left:
+            total += gain[i]
+            left -= size[i]
+        else:
+            return total + gain[i] * left // size[i]
+    return total
+
+
+def lexicographic_bound(problem: Problem, packer: Packer, k_bound: int) -> Objective:
+    """(K̄, R̄, T̄, N̄) for a proven K̄ = `k_bound`."""
+    _, r, t, n = packer.unpack(rest_bound(problem, packer))
+    return (k_bound, r, t, n)

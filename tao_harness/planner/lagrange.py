@@ -1,0 +1,477 @@
+"""The K level on any snapshot: a Lagrangian bound on K and a K-placement that usually meets it.
+
+K counts cache credit, collected only by a session sitting on a node where it has credit, so the K
+problem is a generalized assignment over the credited, eligible pairs: each session on at most one of
+its credit nodes, no node's room exceeded (sizes do not depend on the node). Relaxing "at most one node"
+with a multiplier λ_i ≥ 0 per session splits it into one 0-1 knapsack per node, items the sessions
+credited there at profit k_ib − λ_i:
+
+    L(λ) = Σ_i λ_i + Σ_b KP_b(λ)  ≥  K of every feasible placement        (weak duality)
+
+Each KP_b is solved exactly (a capacity DP in numpy), so L(λ) is a proven bound for every λ; a session
+credited on one node only keeps λ_i = 0; shared sessions start at their second-best credit, and a few
+subgradient steps settle most snapshots. What they leave (or, with flat credits, everything) gets the LP
+relaxation (planner/k_lp.py, one HiGHS solve): its bound, its node prices as multipliers when they bound
+better (L there is at most the LP bound), per pair a reduced-cost bound that closes the pairs no better
+placement can use, and its whole placements, polished, as an incumbent. The multipliers then follow a
+subgradient with Polyak steps toward the best placement found, and a depth-first search splits what the
+root leaves.
+Every K is a multiple of g, the gcd of the credits, so every bound is rounded down to one (with credits
+in whole quanta or fixed amounts this alone closes many gaps).
+
+Placements come from the knapsacks' choices: a session chosen on several nodes stays on its best one;
+then left-out sessions are shifted in and each node is re-packed exactly over its sessions and the
+unplaced ones (planner/shift.py, planner/improve.py). With flat credits (a session worth the same on each
+of its nodes), where the LP bound is usually tight and fragmentation hides the placement reaching it,
+the LP incumbent is also reshuffled toward that bound. When the placement's K reaches the bound it is
+proven K-optimal (at λ = 0 with credit on one node per session this is the certificate's K level).
+
+Bounded by iterations and the caller's deadline; the bound is valid whenever it stops.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+from typing import Callable
+
+import numpy as np
+
+from tao_harness.planner.deadline import Deadline
+from tao_harness.planner.improve import Improver
+from tao_harness.planner.k_lp import KRelaxation, k_relaxation
+from tao_harness.planner.shift import reshuffle, shift_in
+from tao_harness.planner.problem import Packer, Problem, total_value
+
+_FIRST_ITERATIONS = 8  # subgradient steps before the LP relaxation is brought in (most settle by then)
+_ITERATIONS = 40  # subgradient steps at most at the root (each solves the knapsacks whose profits changed)
+_CHILD_ITERATIONS = 6  # below the root (warm-started from the parent's multipliers), or before a split
+_AFTER_PROBE_ITERATIONS = 2  # after probing closed or fixed pairs
+_RESHUFFLES = 80  # rounds of the root's large-neighbourhood search at most (~1 ms each)
+_RESHUFFLE_SHARE = 0.7  # of the K level's time left, for them
+_NODES = 400  # sub-problems bounded at most (the caller's deadline usually ends the search first)
+_STEP0 = 1.5  # the first subgradient step, as a share of the Polyak step toward the incumbent
+
+_STALL = 4  # steps without a better bound before the step size halves
+_EPS = 1e-6  # float slack when flooring the bound (profits are integers below 2^53)
+
+
+@dataclass(frozen=True, slots=True)
+class KLevel:
+    """What the Lagrangian established about K."""
+
+    bound: int  # ≥ K of every feasible placement
+    placement: dict[int, int]  # credited sessions on credit nodes; feasible
+    value: int  # its K
+    iterations: int = 0  # subgradient steps taken
+    nodes: int = 0  # search nodes (sub-problems bounded)
+
+    @property
+    def proven(self) -> bool:
+        return self.value >= self.bound
+
+
+def credit_matrix(problem: Problem) -> list[dict[int, int]]:
+    """credit[b]: session -> k for the eligible pairs with positive credit that fit node b's room."""
+    credit: list[dict[int, int]] = [{} for _ in range(problem.m)]
+    for i, row in enumerate(problem.values):
+        for b, value in enumerate(row):
+            if value is not None and value[0] > 0 and problem.size[i] <= problem.room[b]:
+                credit[b][i] = value[0]
+    return credit
+
+
+def knapsack(items: list[int], size: tuple[int, ...], profit: dict[int, float], room: int
+             ) -> tuple[float, list[int]]:
+    """The most profit of a subset of `items` (positive profits only) within `room`, and that subset.
+
+    Dembo-Hammer reduction first: with the greedy (ratio order) value as a lower bound and the break
+    item's ratio r*, an item whose fractional bound when left out, U − p + r*·w, falls below it is in
+    every optimum, one whose bound when forced in, U + p − r*·w, falls below it is in none; the
+    capacity DP (numpy) runs over the rest only."""
+    items = [i for i in items if profit[i] > 0 and size[i] <= room]
+    if sum(size[i] for i in items) <= room:
+        return float(sum(profit[i] for i in items)), items
+    fixed, free, room = _reduce(items, size, profit, room)
+    # "best within c" over the items so far is flat past their total size (`reach`): only [w, reach + w]
+    # changes with an item of size w, smallest items first; past it, read the table at its end
+    best = np.zeros(room + 1)
+    taken = []
+    reach = 0
+    for i in sorted(free, key=lambda i: size[i]):
+        w = size[i]
+        if w > room:
+            continue
+        if w == 0:
+            best += profit[i]
+            taken.append((i, None, room))
+            continue
+        top = min(room, reach + w)
+        best[reach + 1:top + 1] = best[reach]  # the flat part this item reaches, unwritten until now
+        cand = best[:top + 1 - w] + profit[i]
+        take = cand > best[w:top + 1]
+        np.maximum(best[w:top + 1], cand, out=best[w:top + 1])
+        taken.append((i, take, top))
+        reach = top
+    chosen, c = list(fixed), room
+    for i, take, top in reversed(taken):
+        c = min(c, top)
+        if take is None:
+            chosen.append(i)
+        elif c >= size[i] and take[c - size[i]]:
+            chosen.append(i)
+            c -= size[i]
+    return float(best[reach]) + sum(profit[i] for i in fixed), chosen
+
+
+def _reduce(items: list[int], size: tuple[int, ...], profit: dict[int, float], room: int
+            ) -> tuple[list[int], list[int], int]:
+    """Items in every optimum, items still open, and the room the open ones share (see `knapsack`)."""
+    order = sorted(items, key=lambda i: -profit[i] / max(size[i], 1e-9))
+    used, upper, brk = 0, 0.0, len(order)
+    for k, i in enumerate(order):
+        if used + size[i] > room:
+            brk = k
+            upper += profit[i] * (room - used) / size[i]
+            break
+        used += size[i]
+        upper += profit[i]
+    ratio = profit[order[brk]] / size[order[brk]]
+    lower, left = 0.0, room
+    for i in order:  # greedy past the break item: a feasible value
+        if size[i] <= left:
+            lower += profit[i]
+            left -= size[i]
+    fixed: list[int] = []
+    free: list[int] = []
+    for i in order[:brk]:
+        (fixed if upper - profit[i] + ratio * size[i] < lower - _EPS else free).append(i)
+    free += [i for i in order[brk:] if upper + profit[i] - ratio * size[i] >= lower - _EPS]
+    return fixed, free, room - sum(size[i] for i in fixed)
+
+
+def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
+    """A proven bound on K and the best K-placement found (see the module docstring)."""
+    credit = credit_matrix(problem)
+    if not any(credit):
+        return KLevel(0, {}, 0)
+    k_problem = _k_only(problem, credit)
+    k_packer = Packer.for_problem(k_problem)
+    improver = cache(lambda: Improver(k_problem, k_packer))  # built on the first polish (most need none)
+
+    def value_of(placement: dict[int, int]) -> int:
+        return total_value(k_problem, k_packer, placement) >> k_packer.shift_k
+
+    def refill(placement: dict[int, int]) -> dict[int, int]:
+        """Left-out sessions shifted in, then each node re-packed exactly (planner/improve.py)."""
+        return improver().improve(shift_in(k_problem, placement), passes=1)
+
+    def polish(placement: dict[int, int], target: int | None = None) -> tuple[dict[int, int], int]:
+        """`placement` refilled, and its K; then reshuffled toward K = `target`, when given."""
+        better = refill(placement)
+        if target is None:
+            return better, value_of(better)
+        return reshuffle(better, problem.m, value_of, refill, target, _RESHUFFLES,
+                         None if deadline is None else deadline.share(_RESHUFFLE_SHARE))
+
+    step = math.gcd(*(k for column in credit for k in column.values()))
+    search = _Search(problem.size, step, deadline, polish)
+    shared = _shared(credit)
+    lam: dict[int, float] = {}
+    for i in shared:  # shared sessions start at their second-best credit: only their best node wants them
+        lam[i] = float(sorted((column[i] for column in credit if i in column), reverse=True)[1])
+    root: _Sub | None = _Sub(credit, list(problem.room), {}, 0)
+    flat = _flat(credit)
+    relaxation, first = None, math.inf
+    if shared and not flat:  # a few cheap steps first: most K levels are settled by them
+        first, first_lam = search.dual(root, lam, _FIRST_ITERATIONS)  # type: ignore[arg-type]
+        if first <= search.best_value:
+            root = None
+        else:
+            lam = first_lam
+    if shared and root is not None:
+        relaxation = k_relaxation(credit, problem.size, list(problem.room))
+    if relaxation is not None:
+        if flat or relaxation.bound < first:  # its multipliers, when they are the better start
+            lam = {i: relaxation.multipliers.get(i, 0.0) for i in shared}
+        # with flat credit (fresh, whole caches) the LP bound is usually tight and the search for a
+        # placement reaching it is what is hard: the LP's whole placements are reshuffled toward it
+        search.offer(*polish(relaxation.whole, search.floor(relaxation.bound) if flat else None))
+        root = _fix_by_prices(root, relaxation, search)  # type: ignore[arg-type]
+    open_bound = -1 if root is None else search.node(root, lam, _ITERATIONS)
+    if relaxation is not None:
+        open_bound = min(open_bound, search.floor(relaxation.bound))
+    placement, value = search.best_placement, search.best_value
+    bound = max(value, open_bound)
+    if value < bound:  # unproven: re-pack each node exactly around the best placement
+        placement, value = polish(placement)
+    return KLevel(max(value, bound), placement, value, search.iterations, search.nodes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sub:
+    """A K sub-problem of the search: the pairs still open, the rooms left, the placements fixed."""
+
+    credit: list[dict[int, int]]  # credit[b]: session -> k over the open pairs (each fits room[b])
+    room: list[int]
+    fixed: dict[int, int]
+    fixed_value: int
+
+    def nodes_of(self) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {}
+        for b, column in enumerate(self.credit):
+            for i in column:
+                out.setdefault(i, []).append(b)
+        return out
+
+    def changed(self, size: tuple[int, ...], place: dict[int, int | None], drop: set[tuple[int, int]]
+                ) -> _Sub | None:
+        """With each session of `place` fixed on its node (None: on none of its credit nodes) and the
+        pairs `drop` closed; None when the fixed sessions overflow a room."""
+        room, fixed, value = list(self.room), dict(self.fixed), self.fixed_value
+        for i, b in place.items():
+            if b is not None:
+                room[b] -= size[i]
+                fixed[i] = b
+                value += self.credit[b][i]
+        if min(room, default=0) < 0:
+            return None
+        credit = [{i: k for i, k in column.items() if i not in place and (i, b) not in drop and size[i] <= room[b]}
+                  for b, column in enumerate(self.credit)]
+        return _Sub(credit, room, fixed, value)
+
+
+class _Search:
+    """Depth-first branch and bound over the K sub-problems: each bounded by the Lagrangian, its pairs
+    fixed or closed by probing (`_probe`), then split on one session's surviving placements."""
+
+    def __init__(self, size: tuple[int, ...], step: int, deadline: Deadline | None,
+                 polish: Callable[[dict[int, int]], tuple[dict[int, int], int]]) -> None:
+        self.size, self.step, self.deadline, self.polish = size, step, deadline, polish
+        self.best_value, self.best_placement = -1, {}
+        self.iterations = self.nodes = 0
+
+    def floor(self, bound: float) -> int:
+        """The largest K a placement can have at most `bound`: every K is a multiple of `step`."""
+        return math.floor(bound + _EPS) // self.step * self.step
+
+    def offer(self, placement: dict[int, int], value: int) -> None:
+        if value > self.best_value:
+            self.best_value, self.best_placement = value, placement
+
+    def stopped(self) -> bool:
+        return self.nodes >= _NODES or (self.deadline is not None and self.deadline.passed())
+
+    def node(self, sub: _Sub, lam: dict[int, float], iterations: int) -> int:
+        """Search `sub`; returns a bound on the K it left unsettled (-1 when settled)."""
+        self.nodes += 1
+        retried = False
+        while True:
+            bound, lam = self.dual(sub, lam, iterations)
+            if bound > self.best_value and self.nodes == 1:
+                # the root is not settled by its knapsacks: a better incumbent prunes the whole search
+                placement, value = self.polish(self.best_placement)
+                if value > self.best_value:
+                    self.best_value, self.best_placement = value, placement
+            if bound <= self.best_value:
+                return -1
+            if self.stopped():
+                return bound
+            outcome = self._probe(sub, lam)
+            if outcome is None:
+                return -1  # some session has no placement left that could beat the best: settled
+            if isinstance(outcome, _Sub):  # the multipliers still fit the smaller problem: re-probe soon
+                sub, iterations = outcome, _AFTER_PROBE_ITERATIONS
+                continue
+            if retried:
+                break
+            retried, iterations = True, _CHILD_ITERATIONS  # no progress: better multipliers, then split
+        unsettled = -1
+        for child_bound, i, b in outcome:
+            if child_bound <= self.best_value:
+                continue
+            child = sub.changed(self.size, {i: b}, set())
+            if child is None:
+                continue
+            if self.stopped():
+                unsettled = max(unsettled, child_bound)
+                continue
+            unsettled = max(unsettled, self.node(child, lam, _CHILD_ITERATIONS))
+        return unsettled
+
+    def dual(self, sub: _Sub, lam: dict[int, float], iterations: int) -> tuple[int, dict[int, float]]:
+        """Subgradient steps on the multipliers of `sub`'s shared sessions; the best bound found (floored)
+        and its multipliers. Every knapsack choice is repaired into a placement for the incumbent."""
+        nodes_of = sub.nodes_of()
+        shared = [i for i, bs in nodes_of.items() if len(bs) > 1]
+        lam = {i: lam.get(i, 0.0) for i in shared}  # a session open on one node is best at λ = 0
+        solved: list[tuple[float, list[int]] | None] = [None] * len(sub.credit)
+        best_bound, best_lam = math.inf, dict(lam)
+        step, stall = _STEP0, 0
+        for _ in range(iterations):
+            self.iterations += 1
+            for b, column in enumerate(sub.credit):
+                if solved[b] is None:
+                    solved[b] = knapsack(list(column), self.size,
+                                         {i: k - lam.get(i, 0.0) for i, k in column.items()}, sub.room[b])
+            bound = sub.fixed_value + sum(lam.values()) + sum(s[0] for s in solved)  # type: ignore[index]
+            if bound < best_bound - _EPS:
+                best_bound, best_lam, stall = bound, dict(lam), 0
+            else:
+                stall += 1
+            chosen_on: dict[int, list[int]] = {}
+            for b, (_, chosen) in enumerate(solved):  # type: ignore[misc]
+                for i in chosen:
+                    chosen_on.setdefault(i, []).append(b)
+            placement = _repair(sub, self.size, nodes_of, chosen_on)
+            value = sub.fixed_value + sum(sub.credit[b][i] for i, b in placement.items())
+            if value > self.best_value:
+                self.best_value, self.best_placement = value, {**sub.fixed, **placement}
+            if self.floor(best_bound) <= self.best_value or self.stopped():
+                break
+            # subgradient of L at λ: 1 − (knapsacks choosing i)
+            grad = {i: 1 - len(chosen_on.get(i, ())) for i in shared}
+            norm = sum(g * g for g in grad.values())
+            if norm == 0:
+                break  # no conflict, every priced session chosen once: L is attained by the placement
+            if stall >= _STALL:
+                step, stall = step / 2, 0
+            move = step * max(bound - self.best_value, 1.0) / norm
+            for i, g in grad.items():
+                new = max(0.0, lam[i] - move * g)
+                if new != lam[i]:
+                    lam[i] = new
+                    for b in nodes_of[i]:
+                        solved[b] = None
+        return self.floor(best_bound), best_lam
+
+    def _probe(self, sub: _Sub, lam: dict[int, float]) -> _Sub | list[tuple[int, int, int | None]] | None:
+        """Bound, at multipliers `lam`, every way to place each session: on one of its open nodes, or on
+        none. A way whose bound cannot beat the best is closed; a session with one way left is fixed to
+        it. Returns None when some session has no way left (nothing in `sub` beats the best), the
+        changed sub-problem when something was closed or fixed, else the ways of the session to split
+        on as (bound, session, node or None), highest bound first."""
+        nodes_of = sub.nodes_of()
+        tables = [_forced(list(column), self.size, {i: k - lam.get(i, 0.0) for i, k in column.items()},
+                          sub.room[b]) for b, column in enumerate(sub.credit)]
+        total = sub.fixed_value + sum(lam.values()) + sum(t[0] for t in tables)
+        place: dict[int, int | None] = {}
+        drop: set[tuple[int, int]] = set()
+        split: list[tuple[int, int, int | None]] = []
+        for i, bs in nodes_of.items():
+            loss_out = {b: tables[b][0] - tables[b][2][i] for b in bs}  # KP_b − KP_b without i
+            out_total = sum(loss_out.values())
+            ways = [(self.floor(total - (tables[b][0] - tables[b][1][i]) - (out_total - loss_out[b])), i, b)
+                    for b in bs]
+            ways.append((self.floor(total - lam.get(i, 0.0) - out_total), i, None))
+            alive = [w for w in ways if w[0] > self.best_value]
+            if not alive:
+                return None
+            drop.update((i, b) for bound, _, b in ways if b is not None and bound <= self.best_value)
+            if len(alive) == 1:
+                place[i] = alive[0][2]
+            elif _ambiguity(alive) > _ambiguity(split):
+                split = alive
+        if place or drop:
+            return sub.changed(self.size, place, drop)
+        return sorted(split, key=lambda w: (-w[0], w[2] is None, w[2] or 0))
+
+
+def _fix_by_prices(sub: _Sub, relaxation: KRelaxation, search: _Search) -> _Sub | None:
+    """`sub` without the pairs whose LP bound (reduced cost) cannot beat the search's best, and with
+    the sessions left one way to go fixed to it; None when some session has no way left (then nothing
+    beats the best)."""
+    drop = {pair for pair, bound in relaxation.with_pair.items() if search.floor(bound) <= search.best_value}
+    place: dict[int, int | None] = {}
+    for i, bs in sub.nodes_of().items():
+        ways: list[int | None] = [b for b in bs if (i, b) not in drop]
+        if search.floor(relaxation.without[i]) > search.best_value:
+            ways.append(None)
+        if not ways:
+            return None
+        if len(ways) == 1:
+            place[i] = ways[0]
+    return sub.changed(search.size, place, drop)
+
+
+def _flat(credit: list[dict[int, int]]) -> bool:
+    """Whether every session has the same credit on each of its credit nodes."""
+    seen: dict[int, int] = {}
+    return all(seen.setdefault(i, k) == k for column in credit for i, k in column.items())
+
+
+def _shared(credit: list[dict[int, int]]) -> set[int]:
+    """The sessions credited on several nodes."""
+    seen: set[int] = set()
+    shared: set[int] = set()
+    for column in credit:
+        shared.update(seen.intersection(column))
+        seen.update(column)
+    return shared
+
+
+def _ambiguity(ways: list[tuple[int, int, int | None]]) -> tuple[int, int]:
+    """How little probing settles a session: more ways left, then a higher second-best way."""
+    bounds = sorted((w[0] for w in ways), reverse=True)
+    return (len(bounds), bounds[1] if len(bounds) > 1 else -1)
+
+
+def _forced(items: list[int], size: tuple[int, ...], profit: dict[int, float], room: int
+            ) -> tuple[float, dict[int, float], dict[int, float]]:
+    """KP (the knapsack of `items` within `room`), and per item the knapsack with it forced in and
+    forced out: forward and backward tables over the items, joined around each one."""
+    forward = [np.zeros(room + 1)]
+    for i in items:
+        forward.append(_add(forward[-1], size[i], profit[i]))
+    backward = [np.zeros(room + 1)]
+    for i in reversed(items):
+        backward.append(_add(backward[-1], size[i], profit[i]))
+    backward.reverse()  # backward[j]: items[j:]
+    forced_in, forced_out = {}, {}
+    for j, i in enumerate(items):
+        before, after = forward[j], backward[j + 1]
+        forced_out[i] = float((before + after[::-1]).max())
+        free = room - size[i]
+        forced_in[i] = profit[i] + float((before[:free + 1] + after[free::-1]).max())
+    return float(forward[-1][room]), forced_in, forced_out
+
+
+def _add(table: np.ndarray, w: int, p: float) -> np.ndarray:
+    """The "best within c" table with one more item (size w ≤ len − 1, profit p)."""
+    if p <= 0:
+        return table
+    out = table.copy()
+    if w == 0:
+        return out + p
+    np.maximum(out[w:], table[:-w] + p, out=out[w:])
+    return out
+
+
+def _repair(sub: _Sub, size: tuple[int, ...], nodes_of: dict[int, list[int]],
+            chosen_on: dict[int, list[int]]) -> dict[int, int]:
+    """A feasible placement of `sub`'s open sessions from the knapsacks' choices: a session chosen on
+    several nodes stays on its best one; then the sessions no node kept go, highest credit first, to
+    their best node with room."""
+    credit = sub.credit
+    placement = {i: max(bs, key=lambda b: (credit[b][i], -b)) for i, bs in chosen_on.items()}
+    left = list(sub.room)
+    for i, b in placement.items():
+        left[b] -= size[i]
+    rest = sorted((i for i in nodes_of if i not in placement),
+                  key=lambda i: (-max(credit[b][i] for b in nodes_of[i]), i))
+    for i in rest:
+        fits = [b for b in nodes_of[i] if left[b] >= size[i]]
+        if fits:
+            b = max(fits, key=lambda b: (credit[b][i], -b))
+            placement[i] = b
+            left[b] -= size[i]
+    return placement
+
+
+def _k_only(problem: Problem, credit: list[dict[int, int]]) -> Problem:
+    """`problem` with value (k, 0, 0) on credited pairs only: the K level alone, for improve()."""
+    values = tuple(
+        tuple((credit[b][i], 0, 0) if i in credit[b] else None for b in range(problem.m))
+        for i in range(problem.n))
+    return Problem(problem.session_ids, problem.node_ids, problem.size, problem.room, values)

@@ -1,0 +1,174 @@
+"""Random snapshot shapes for the planner's benchmark and tests (not used by any policy).
+
+`ours` is the original benchmark's draw: credit on at most one node, every node eligible, node rooms
+proportional to demand. The other shapes add, one at a time, what live clusters show (issue 15):
+
+- `multi`: credit on up to three nodes (older copies left behind by interrupts and re-placements);
+- `ties`: credit observed whole half-lives ago on token counts in whole quanta, so credits tie exactly
+  and many placements reach the same K;
+- `eligible`: a quarter of the sessions may only use a random subset of the nodes;
+- `skewed`: nodes with very different used tokens, some nearly full, and sizes in whole quanta;
+- `all`: the four above at once;
+- `adversarial`: sizes of a few kinds just over a third / half of the rooms (bin-packing fragmentation),
+  equal credits on every node for many sessions, and rooms that differ by one quantum.
+- `crowded`: many one-to-three-quantum sessions beside a few that barely fit a room, credit on up to
+  four nodes, demand three to six times the free room, some nodes with no room at all;
+- `degenerate`: one of the edge cases a live cluster passes through: a single replica, no credit
+  anywhere, every session credited equally on every node, or rooms far larger than the demand.
+
+Every shape is a function (rng, sessions, nodes) -> Snapshot; `SHAPES` lists them by name.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from tao_harness.types import CacheEntry, NodeState, PlannerParams, SessionView, Snapshot
+
+NOW = 1000.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Draw:
+    """Which live-cluster features a draw has."""
+
+    multi: bool = False
+    ties: bool = False
+    eligible: bool = False
+    skewed: bool = False
+
+
+def _tokens(rng: random.Random, quantum: int, whole: bool) -> int:
+    tokens = int(math.exp(rng.uniform(math.log(2000), math.log(40000))))
+    return max(quantum, tokens // quantum * quantum) if whole else tokens
+
+
+def _cache(rng: random.Random, draw: _Draw, tokens: int, node_ids: list[str], params: PlannerParams
+           ) -> dict[str, CacheEntry]:
+    if rng.random() >= 0.6:
+        return {}
+    copies = rng.choice([1, 1, 2, 3]) if draw.multi else 1
+    cache = {}
+    for node_id in rng.sample(node_ids, min(copies, len(node_ids))):
+        if draw.ties:  # whole quanta, observed whole half-lives ago: credits coincide exactly
+            cached = rng.choice([4, 8, 16, 32, 64]) * params.quantum_tokens
+            observed = NOW - params.half_life_s * rng.randint(0, 3)
+        else:
+            cached = int(tokens * rng.uniform(0.5, 1.0))
+            observed = NOW - rng.uniform(0, 30)
+        cache[node_id] = CacheEntry(min(cached, tokens), observed)
+    return cache
+
+
+def _snapshot(rng: random.Random, sessions: int, nodes: int, draw: _Draw) -> Snapshot:
+    params = PlannerParams()
+    node_ids = [f"r{b}" for b in range(nodes)]
+    views = []
+    for i in range(sessions):
+        # whole quanta: tokens + reserve a multiple of the quantum, as a live engine's blocks make them
+        tokens = _tokens(rng, params.quantum_tokens, draw.skewed or draw.ties)
+        eligible = None
+        if draw.eligible and nodes > 1 and rng.random() < 0.25:
+            eligible = tuple(sorted(rng.sample(node_ids, rng.randint(1, nodes - 1))))
+        views.append(SessionView(
+            id=f"s{i}", tokens=tokens, shared_tokens=min(tokens, rng.randint(1500, 3000)),
+            ready=int(rng.random() < 0.5), cache=_cache(rng, draw, tokens, node_ids, params),
+            eligible=eligible, turn=rng.randint(1, 40), arrived_at=NOW - rng.uniform(0, 60),
+        ))
+    demand = sum(v.cost(params) for v in views)
+    free_total = demand / rng.uniform(0.5, 2.0)
+    weights = [rng.uniform(0.7, 1.3) for _ in node_ids]
+    if draw.skewed:  # some nodes nearly full, others nearly empty
+        weights = [rng.choice([0.02, 0.1, 0.5, 1.0, 2.0]) for _ in node_ids]
+    node_states = []
+    for node_id, weight in zip(node_ids, weights):
+        free = int(free_total * weight / sum(weights))
+        used = rng.randint(0, free // 2) if not draw.skewed else rng.randint(0, 400_000)
+        node_states.append(NodeState(id=node_id, capacity_tokens=free + used, used_tokens=used))
+    return Snapshot(now=NOW, params=params, nodes=tuple(node_states), sessions=tuple(views))
+
+
+def _adversarial(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
+    """Few size kinds just over a third or a half of a room, equal credits on several nodes, rooms one
+    quantum apart: fragmentation the merged-room bounds do not see, and K ties everywhere."""
+    params = PlannerParams()
+    quantum = params.quantum_tokens
+    room = rng.randint(60, 200)  # quanta
+    kinds = [room // 2 + 1, room // 3 + 1, room // 4 + 1, room // 5]
+    node_ids = [f"r{b}" for b in range(nodes)]
+    views = []
+    for i in range(sessions):
+        size = rng.choice(kinds)
+        tokens = size * quantum - params.reserve_tokens
+        cache = {}
+        if rng.random() < 0.5:
+            credit = rng.choice([1000, 2000])
+            cache = {b: CacheEntry(credit, NOW) for b in rng.sample(node_ids, rng.randint(1, nodes))}
+        views.append(SessionView(id=f"s{i}", tokens=tokens, shared_tokens=0, ready=int(rng.random() < 0.5),
+                                 cache=cache, turn=2, arrived_at=NOW - i))
+    per_node = max(1, round(sessions * sum(kinds) / len(kinds) / nodes / rng.uniform(1.0, 2.5) / room))
+    node_states = tuple(
+        NodeState(id=node_id, capacity_tokens=(per_node * room + b % 3) * quantum, used_tokens=0)
+        for b, node_id in enumerate(node_ids))
+    return Snapshot(now=NOW, params=params, nodes=node_states, sessions=tuple(views))
+
+
+def _crowded(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
+    """Tiny sessions and a few huge ones, credit spread over several nodes, little room left."""
+    params = PlannerParams()
+    quantum = params.quantum_tokens
+    node_ids = [f"r{b}" for b in range(nodes)]
+    sizes = [rng.randint(1, 3) if rng.random() < 0.8 else 0 for _ in range(sessions)]  # 0: huge, below
+    demand = sum(sizes) + 40 * sizes.count(0)
+    rooms = [0 if nodes > 1 and rng.random() < 0.15 else max(1, round(demand / rng.uniform(3, 6) / nodes
+                                                                        * rng.uniform(0.5, 1.5)))
+             for _ in node_ids]
+    views = []
+    for i, size in enumerate(sizes):
+        size = size or max(4, max(rooms) - rng.randint(0, 2))  # barely fits the largest room
+        tokens = max(1, size * quantum - params.reserve_tokens - rng.randint(0, quantum - 1))
+        cache = {node_id: CacheEntry(rng.randint(1, tokens), NOW - rng.uniform(0, 20))
+                 for node_id in rng.sample(node_ids, rng.randint(0, min(4, nodes)))}
+        views.append(SessionView(id=f"s{i}", tokens=tokens, shared_tokens=0, ready=int(rng.random() < 0.5),
+                                 cache=cache, turn=3, arrived_at=NOW - i))
+    node_states = tuple(NodeState(id=node_id, capacity_tokens=room * quantum + 300_000, used_tokens=300_000)
+                        for node_id, room in zip(node_ids, rooms))
+    return Snapshot(now=NOW, params=params, nodes=node_states, sessions=tuple(views))
+
+
+def _degenerate(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
+    """An `all` draw pushed to one edge: one replica, no credit, equal credit everywhere, or ample room."""
+    case = rng.choice(["one node", "no credit", "equal credit", "ample room"])
+    snapshot = _snapshot(rng, sessions, 1 if case == "one node" else nodes,
+                         _Draw(multi=True, ties=True, eligible=case != "one node", skewed=True))
+    views = snapshot.sessions
+    if case == "no credit":
+        views = tuple(replace(v, cache={}) for v in views)
+    elif case == "equal credit":
+        ids = [n.id for n in snapshot.nodes]
+        views = tuple(replace(v, cache={b: CacheEntry(v.tokens // 2, NOW) for b in ids}) for v in views)
+    nodes_out = snapshot.nodes
+    if case == "ample room":
+        nodes_out = tuple(replace(n, capacity_tokens=n.capacity_tokens + 10 * sum(v.tokens for v in views))
+                          for n in nodes_out)
+    return replace(snapshot, sessions=views, nodes=nodes_out)
+
+
+def _shape(draw: _Draw) -> Callable[[random.Random, int, int], Snapshot]:
+    return lambda rng, sessions, nodes: _snapshot(rng, sessions, nodes, draw)
+
+
+SHAPES: dict[str, Callable[[random.Random, int, int], Snapshot]] = {
+    "ours": _shape(_Draw()),
+    "multi": _shape(_Draw(multi=True)),
+    "ties": _shape(_Draw(ties=True)),
+    "eligible": _shape(_Draw(eligible=True)),
+    "skewed": _shape(_Draw(skewed=True)),
+    "all": _shape(_Draw(multi=True, ties=True, eligible=True, skewed=True)),
+    "adversarial": _adversarial,
+    "crowded": _crowded,
+    "degenerate": _degenerate,
+}

@@ -1,0 +1,114 @@
+"""The K level's parts (planner/lagrange.py, planner/k_lp.py, planner/shift.py) against brute force: the
+knapsack is exact, every LP-derived bound holds, shift moves never lose K, and the credits' gcd is used."""
+
+from __future__ import annotations
+
+import random
+from itertools import combinations, product
+
+from tao_harness.planner.deadline import Deadline
+from tao_harness.planner.k_lp import k_relaxation
+from tao_harness.planner.lagrange import credit_matrix, k_level, knapsack
+from tao_harness.planner.problem import Problem, build_problem, is_feasible
+from tao_harness.planner.shapes import SHAPES
+from tao_harness.planner.shift import reshuffle, shift_in
+
+
+def k_of(problem: Problem, placement: dict[int, int]) -> int:
+    return sum(problem.values[i][b][0] for i, b in placement.items())  # type: ignore[index]
+
+
+def every_k_placement(problem: Problem) -> list[dict[int, int]]:
+    """Every feasible placement of credited sessions on credit nodes (tiny problems)."""
+    credit = credit_matrix(problem)
+    options = [[None] + [b for b in range(problem.m) if i in credit[b]] for i in range(problem.n)]
+    found = []
+    for choice in product(*options):
+        placement = {i: b for i, b in enumerate(choice) if b is not None}
+        if is_feasible(problem, placement):
+            found.append(placement)
+    return found
+
+
+def small_problems(seed: str, count: int) -> list[Problem]:
+    rng = random.Random(seed)
+    problems = []
+    for _ in range(count):
+        shape = rng.choice(["multi", "all", "adversarial", "crowded", "degenerate"])
+        snapshot = SHAPES[shape](rng, rng.randint(1, 6), rng.randint(1, 3))
+        problems.append(build_problem(snapshot, snapshot.waiting))
+    return problems
+
+
+def test_knapsack_is_exact_and_its_choice_fits() -> None:
+    rng = random.Random("knapsack")
+    for _ in range(400):
+        n = rng.randint(0, 9)
+        size = tuple(rng.randint(0, 12) for _ in range(n))
+        profit = {i: rng.choice([rng.uniform(-3, 10), float(rng.randint(1, 5))]) for i in range(n)}
+        room = rng.randint(0, 30)
+        value, chosen = knapsack(list(range(n)), size, profit, room)
+        best = max(sum(profit[i] for i in subset) for r in range(n + 1) for subset in combinations(range(n), r)
+                   if sum(size[i] for i in subset) <= room)
+        assert abs(value - max(best, 0.0)) < 1e-9
+        assert sum(size[i] for i in chosen) <= room and abs(sum(profit[i] for i in chosen) - value) < 1e-9
+
+
+def test_lp_bounds_hold_every_placement() -> None:
+    """D(μ) bounds every placement; with_pair[(i, b)] those holding i on b; without[i] those leaving i out."""
+    checked = 0
+    for problem in small_problems("lp", 60):
+        credit = credit_matrix(problem)
+        relaxation = k_relaxation(credit, problem.size, list(problem.room))
+        if relaxation is None:
+            continue
+        checked += 1
+        for placement in every_k_placement(problem):
+            k = k_of(problem, placement)
+            assert k <= relaxation.bound
+            for i, b in placement.items():
+                assert k <= relaxation.with_pair[(i, b)]
+            for i in relaxation.without:
+                if i not in placement:
+                    assert k <= relaxation.without[i]
+    assert checked >= 20
+
+
+def test_k_level_is_exact_on_small_problems() -> None:
+    for problem in small_problems("level", 80):
+        level = k_level(problem)
+        k_star = max(k_of(problem, p) for p in every_k_placement(problem))
+        assert is_feasible(problem, level.placement) and level.value == k_of(problem, level.placement)
+        assert level.proven and level.value == k_star == level.bound
+
+
+def test_an_unfinished_k_bound_is_a_multiple_of_the_credits_gcd() -> None:
+    """Adversarial credits are 1000 or 2000: every K is a multiple of 1000, and so is the bound."""
+    rng = random.Random("gcd")
+    for _ in range(3):
+        snapshot = SHAPES["adversarial"](rng, 160, 8)
+        level = k_level(build_problem(snapshot, snapshot.waiting), Deadline.after(0.002, "cpu"))
+        assert level.bound % 1000 == 0 and level.value <= level.bound
+
+
+def test_shift_makes_room_by_moving_a_session_to_its_other_credit_node() -> None:
+    # session 0 (size 2) sits on node 0, which session 1 (size 2, credit there only) needs; node 1 is free
+    problem = Problem(("a", "b"), ("r0", "r1"), size=(2, 2), room=(2, 2),
+                      values=(((5, 0, 0), (5, 0, 0)), ((7, 0, 0), None)))
+    assert shift_in(problem, {0: 0}) == {0: 1, 1: 0}
+    for problem in small_problems("shift", 60):
+        for placement in every_k_placement(problem)[:5]:
+            shifted = shift_in(problem, placement)
+            assert is_feasible(problem, shifted) and k_of(problem, shifted) >= k_of(problem, placement)
+
+
+def test_reshuffle_never_loses_k_and_stops_at_its_target() -> None:
+    for problem in small_problems("reshuffle", 40):
+        placements = every_k_placement(problem)
+        k_star = max(k_of(problem, p) for p in placements)
+        start = min(placements, key=lambda p: k_of(problem, p))
+        value_of = lambda p: k_of(problem, p)  # noqa: E731
+        refill = lambda p: shift_in(problem, p)  # noqa: E731
+        found, value = reshuffle(start, problem.m, value_of, refill, k_star, 30, None)
+        assert is_feasible(problem, found) and value == k_of(problem, found) >= k_of(problem, start)
+        assert reshuffle(start, problem.m, value_of, refill, k_of(problem, start), 30, None)[0] == start
