@@ -71,6 +71,11 @@ class PlannerConfig(_Section):
     """What `deadline_ms` counts: wall time (the live coordinator), or the planning thread's CPU time
     (benchmarks and simulations on a busy machine, where wall time depends on the other processes)."""
 
+    min_cpu_ms: float = Field(5.0, ge=0)
+    """CPU time of the planning thread the exact search always gets, whatever `deadline_ms` says: a
+    planner descheduled on a busy machine still finishes small snapshots exactly (they take well under
+    this), so a plan does not depend on the machine's load. On a quiet machine it never binds."""
+
     dump_snapshots: str | None = None
     """A folder where every snapshot handed to the policy is written as JSON (tao_harness/snapshot_dump.py;
     replay with `tao plan FILE` or `scripts/bench_planner.py --replay DIR`). None: nothing written."""

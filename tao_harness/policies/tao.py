@@ -50,7 +50,8 @@ class TaoPolicy:
         waiting = snapshot.waiting
         problem = build_problem(snapshot, waiting, use_cache=self.use_cache, use_readiness=self.use_readiness)
         solution = solve(problem, state_budget=self.config.state_budget, method=self.solver,
-                         deadline=Deadline.after(self.config.deadline_ms / 1000, self.config.deadline_clock))
+                         deadline=Deadline.after(self.config.deadline_ms / 1000, self.config.deadline_clock,
+                                                 self.config.min_cpu_ms / 1000))
         placement = dict(solution.placement)
         chosen = by_value(self._assignment(snapshot, problem, waiting[i], i, b) for i, b in placement.items())
         extra, interrupts = plan_interrupts(snapshot, problem, placement, waiting, self.view(snapshot),
