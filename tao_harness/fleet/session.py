@@ -36,10 +36,15 @@ class Endpoints:
     events_url: str | None = None
     # Transport failures (connection refused or cut) a turn retries, a second apart, as harnesses do.
     retries: int = 0
-    # When a list: wall seconds each tool event took to be accepted (a failed delivery counts as inf),
-    # and why deliveries failed ("HTTP 503", "ServerTimeoutError", ...).
+    # When a list: wall seconds each tool event's first delivery took to be accepted (a failed one counts as
+    # inf: a shim would have spooled the event), and why deliveries failed ("HTTP 503", "TimeoutError", ...).
     event_latencies: list[float] | None = None
     event_failures: Counter[str] = field(default_factory=Counter)
+    # A tool event the coordinator did not take (transport failure, timeout, 5xx) is kept and sent again a
+    # second later, up to this many times, as the shims keep it in their spool and replay it.
+    event_resends: int = 0
+    # Tool events never accepted: refused as invalid, or still failing after the resends.
+    events_lost: int = 0
     _turn: itertools.count = field(default_factory=itertools.count, repr=False)
 
     def next_llm_url(self) -> str:
@@ -75,19 +80,34 @@ class SessionResult:
 async def _post_event(http: aiohttp.ClientSession, endpoints: Endpoints, event: dict[str, Any]) -> None:
     if endpoints.events_url is None:
         return
-    started, took = time.monotonic(), float("inf")
+    for attempt in range(endpoints.event_resends + 1):
+        if attempt:
+            await asyncio.sleep(1.0)
+        outcome = await _deliver_event(http, endpoints, event)
+        if attempt == 0 and endpoints.event_latencies is not None:
+            endpoints.event_latencies.append(outcome if isinstance(outcome, float) else float("inf"))
+        if isinstance(outcome, float):
+            return
+        endpoints.event_failures[outcome] += 1
+        if outcome in _REFUSED:  # invalid input: sending it again would be refused again
+            break
+    endpoints.events_lost += 1
+
+
+# Answers that mean the event itself is invalid (shims/delivery.py drops those too, with a warning).
+_REFUSED = frozenset({"HTTP 400", "HTTP 409", "HTTP 422"})
+
+
+async def _deliver_event(http: aiohttp.ClientSession, endpoints: Endpoints, event: dict[str, Any]) -> float | str:
+    """Wall seconds until the coordinator accepted `event`, or why it did not."""
+    started = time.monotonic()
     try:
-        async with http.post(endpoints.events_url + "/v1/events", json=event,
+        async with http.post(f"{endpoints.events_url}/v1/events", json=event,
                              timeout=aiohttp.ClientTimeout(total=5)) as response:
             await response.read()
-            if response.status < 400:
-                took = time.monotonic() - started
-            else:
-                endpoints.event_failures[f"HTTP {response.status}"] += 1
+            return time.monotonic() - started if response.status < 400 else f"HTTP {response.status}"
     except (aiohttp.ClientError, TimeoutError) as exc:  # telemetry fails open, as the shims do
-        endpoints.event_failures[type(exc).__name__] += 1
-    if endpoints.event_latencies is not None:
-        endpoints.event_latencies.append(took)
+        return type(exc).__name__
 
 
 async def _turn(http: aiohttp.ClientSession, endpoints: Endpoints, session: str,
