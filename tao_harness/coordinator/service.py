@@ -110,6 +110,9 @@ class _SessionSize:
     # The proxy forwarding the main request (None: a client that gave no proxy id), and when it came.
     owner: str | None = None
     main_started: float = 0.0
+    # Seconds the main request waited in the pool when a plan admitted it: told to the poll that comes
+    # after the admission, when none was waiting at that moment (a long-poll had just timed out).
+    main_waited: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +280,7 @@ class Coordinator:
         size = self._sizes[session]
         if size.main_request is not None:
             self.owners.disown(size.owner, session)
-        size.main_request, size.owner, size.main_started = request_id, proxy, time.time()
+        size.main_request, size.owner, size.main_started, size.main_waited = request_id, proxy, time.time(), 0.0
         self.owners.own(proxy, session, request_id, time.monotonic())
 
     def _record_wait(self, waited: float) -> None:
@@ -302,8 +305,9 @@ class Coordinator:
         node = self.state.node_of(session)
         if self.state.phase(session) is not records.Phase.REASONING or node is None or node in exclude:
             return None
-        if self._sizes[session].main_request == request_id:
-            return None if exclude else self._answer(session, node, 0.0)
+        size = self._sizes[session]
+        if size.main_request == request_id:
+            return None if exclude else self._answer(session, node, size.main_waited)
         if leased is not None:
             self.counters.leased_requests += 1
         return self._answer(session, leased or node, 0.0)
@@ -538,13 +542,15 @@ class Coordinator:
         started = time.perf_counter()
         plan = await asyncio.to_thread(self._plan, snapshot)
         solve_ms = (time.perf_counter() - started) * 1e3
-        result = self.state.apply(plan, signatures, self.clock())
+        applied_at = self.clock()
+        result = self.state.apply(plan, signatures, applied_at)
         self.publish_leases()
         for admission in result.admitted:
             pending = self._pending.get(admission.session)
             if admission.dispatch and pending is not None and not pending.future.done():
                 pending.future.set_result(admission.node)
                 del self._pending[admission.session]
+                self._sizes[admission.session].main_waited = applied_at - pending.since
         self._record_plan(plan, snapshot.now, solve_ms, len(snapshot.sessions), result)
         return plan
 
