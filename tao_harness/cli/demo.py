@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from tao_harness.cli.common import UsageError, format_table, print_json
 from tao_harness.config import load_config
-from tao_harness.fleet.driver import failure_reasons, run_fleet
+from tao_harness.fleet.driver import failure_reasons, run_fleet, with_pool_waits
 from tao_harness.sim.trace import TraceSession
 
 BLOCK_TOKENS = 16  # the replica engine's KV block size
@@ -81,6 +81,7 @@ async def _demo(args: argparse.Namespace, trace: Sequence[TraceSession], db_url:
             metrics, results = await run_fleet(trace, Endpoints((cluster.proxy_url,), cluster.coordinator_url),
                                                args.workers, clock, on_session_done=lambda _: progress.update())
             progress.close()
+            metrics, _ = await with_pool_waits(metrics, cluster.coordinator_url)
             coordinator = cluster.coordinator
             assert coordinator is not None
             solve = sorted(coordinator.counters.solve_ms)

@@ -11,13 +11,12 @@ from __future__ import annotations
 import asyncio
 import csv
 import statistics
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-import aiohttp
 
-from tao_harness.fleet.driver import FleetMetrics, run_fleet
+from tao_harness.fleet.driver import FleetMetrics, run_fleet, with_pool_waits
 from tao_harness.fleet.processes import ProcessGroup
 from tao_harness.fleet.routers import RouterInfo, start_router
 from tao_harness.clock import ScaledClock
@@ -76,19 +75,8 @@ async def run_one(trace: Sequence[TraceSession], config: LiveBenchConfig, router
             metrics, results = await run_fleet(trace, endpoints, workers, clock, on_session_done)
             waits: tuple[float, ...] = ()
             if endpoints.events_url is not None:
-                metrics, waits = await _with_pool_waits(metrics, endpoints.events_url)
+                metrics, waits = await with_pool_waits(metrics, endpoints.events_url)
     return RunRecord(router, workers, 0, metrics, results, waits), info
-
-
-async def _with_pool_waits(metrics: FleetMetrics, coordinator_url: str) -> tuple[FleetMetrics, tuple[float, ...]]:
-    """The coordinator's own account of pool waits (what the clients see includes the engine's time too)."""
-    async with aiohttp.ClientSession() as http:
-        async with http.get(coordinator_url + "/v1/state", params={"waits": "1"}) as response:
-            waits = (await response.json())["pool_wait"]
-    samples = tuple(sorted(float(w) for w in waits["recent"]))
-    p99 = samples[int(0.99 * (len(samples) - 1))] if samples else 0.0
-    return replace(metrics, p99_pool_wait_s=p99, max_pool_wait_s=float(waits["max_s"]),
-                   waits_over_bound=int(waits["over_bound"])), samples
 
 
 def _median_and_spread(values: Sequence[float | None]) -> tuple[float, float, float] | None:

@@ -11,7 +11,7 @@ import asyncio
 import statistics
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable, Sequence
 
 import aiohttp
@@ -94,3 +94,14 @@ async def run_fleet(trace: Sequence[TraceSession], endpoints: Endpoints, workers
 
         results = list(await asyncio.gather(*(one(s) for s in trace)))
     return summarize(results, clock.time_scale, started, time.time()), results
+
+
+async def with_pool_waits(metrics: FleetMetrics, coordinator_url: str) -> tuple[FleetMetrics, tuple[float, ...]]:
+    """The coordinator's own account of pool waits (what the clients see includes the engine's time too)."""
+    async with aiohttp.ClientSession() as http:
+        async with http.get(coordinator_url + "/v1/state", params={"waits": "1"}) as response:
+            waits = (await response.json())["pool_wait"]
+    samples = tuple(sorted(float(w) for w in waits["recent"]))
+    p99 = samples[int(0.99 * (len(samples) - 1))] if samples else 0.0
+    return replace(metrics, p99_pool_wait_s=p99, max_pool_wait_s=float(waits["max_s"]),
+                   waits_over_bound=int(waits["over_bound"])), samples

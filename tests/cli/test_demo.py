@@ -37,6 +37,8 @@ def test_demo_drives_sessions_through_the_live_system(tmp_path: Path) -> None:
     assert requests == summary["requests"]
     assert calls == summary["requests"] - summary["sessions"]  # every turn but the last calls a tool
     assert summary["failures"] == {} and summary["time_scale"] == 100 and summary["wall_s"] > 0
+    # the coordinator's own account of pool waits (the summary printed "-" for them)
+    assert 0.0 <= summary["p99_pool_wait_s"] <= summary["max_pool_wait_s"] and summary["waits_over_bound"] >= 0
     # Every record of the run is on its one (emulated) clock, and the database says which. Before,
     # requests started on the wall clock and ended on the emulated one, ~99x the run's wall time apart;
     # a minute of (emulated) slack is far below that and above any report's delay.
