@@ -109,7 +109,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
     print(format_table(rows, ["metric", "value"]))
     print(f"\nTimes ending in _s, wall_s aside, are emulated seconds: the replicas and agents ran "
           f"{summary['time_scale']:g}x faster than real time, so the makespan of {summary['makespan_s']:.0f} "
-          f"emulated s took {summary['wall_s']:.0f} s on the wall clock.")
+          f"emulated s took {summary['wall_s']:.0f} s on the wall clock. mean_latency_s is a whole session's "
+          f"(start to end, as the paper's task latency); TTFTs are per request.")
     for reason, count in sorted(failures.items(), key=lambda item: -item[1]):
         print(f"failed {count}x: {reason}")
 
