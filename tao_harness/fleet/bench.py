@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-
 from tao_harness.fleet.driver import FleetMetrics, run_fleet, with_pool_waits
 from tao_harness.fleet.processes import ProcessGroup
 from tao_harness.fleet.routers import RouterInfo, start_router

@@ -26,6 +26,7 @@ import aiohttp
 from tao_harness.clock import ScaledClock
 from tao_harness.proxy.usage import UsageTracker
 from tao_harness.replica.agent import reasoning_text as filler_text
+from tao_harness.shims.delivery import INVALID_STATUSES
 from tao_harness.sim.trace import TraceSession
 
 @dataclass
@@ -94,8 +95,8 @@ async def _post_event(http: aiohttp.ClientSession, endpoints: Endpoints, event: 
     endpoints.events_lost += 1
 
 
-# Answers that mean the event itself is invalid (shims/delivery.py drops those too, with a warning).
-_REFUSED = frozenset({"HTTP 400", "HTTP 409", "HTTP 422"})
+# Answers that mean the event itself is invalid: the shims drop those too (shims/delivery.py), with a warning.
+_REFUSED = frozenset(f"HTTP {status}" for status in INVALID_STATUSES)
 
 
 async def _deliver_event(http: aiohttp.ClientSession, endpoints: Endpoints, event: dict[str, Any]) -> float | str:
