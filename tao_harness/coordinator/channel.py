@@ -120,7 +120,7 @@ async def serve_channel(request: web.Request, coordinator: Coordinator, book: Ch
 
 
 def _messages(text: str) -> list[Any]:
-    """The messages of one frame: a proxy sends those of one event-loop turn together, as a list."""
+    """The messages of one frame: a proxy sends those it queued meanwhile together, as a list."""
     try:
         parsed = fastjson.loads(text)
     # OverflowError: numbers like 10**400; RecursionError: JSON nested deeper than the parser goes.

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Collection
 
-from tao_harness.coordinator.service import RequestDone
-from tao_harness.proxy.messages import RequestAnswer
+from tao_harness.proxy.messages import RequestAnswer, RequestReport
 from tao_harness.proxy.usage import Usage
 from tao_harness.store.limits import LimitError, finite, identifier, int32
 
@@ -160,12 +159,13 @@ def _answer(body: dict[str, Any]) -> RequestAnswer | None:
         raise BadRequest(f"answer.{exc}") from None
 
 
-def parse_request_done(body: dict[str, Any], replica_ids: Collection[str]) -> RequestDone:
+def parse_request_done(body: dict[str, Any], replica_ids: Collection[str]) -> RequestReport:
+    """A proxy's `RequestReport.to_json()` (its `http_status` is not read: `status` says what happened)."""
     status = _status(body)
     replica = field(body, "replica", str, None)
     if status == "connect_error" and replica is not None and replica not in replica_ids:
         raise BadRequest(f"replica: unknown replica {replica!r}")  # its failure count would mark nothing down
-    return RequestDone(
+    return RequestReport(
         session=field(body, "session", str), request_id=field(body, "request_id", str),
         replica=replica, status=status,
         usage=Usage(_optional_count(body, "prompt_tokens"), _optional_count(body, "cached_tokens"),

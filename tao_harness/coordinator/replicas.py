@@ -102,11 +102,16 @@ class ReplicaRegistry:
             self.loads.setdefault(spec.id, ReplicaLoad(capacity_tokens=spec.capacity_tokens))
 
     def spec(self, replica_id: str) -> ReplicaSpec:
-        return next(s for s in self.specs if s.id == replica_id)
+        """KeyError for an unknown id. (Every admission and lease asks: a lookup, not a scan.)"""
+        return self._by_id[replica_id]
+
+    @cached_property
+    def _by_id(self) -> dict[str, ReplicaSpec]:
+        return {spec.id: spec for spec in self.specs}  # fixed at start: `specs` never changes
 
     @cached_property
     def ids(self) -> frozenset[str]:
-        return frozenset(spec.id for spec in self.specs)  # fixed at start: `specs` never changes
+        return frozenset(self._by_id)
 
     def up(self) -> tuple[ReplicaSpec, ...]:
         return tuple(s for s in self.specs if not self.loads[s.id].down and self.loads[s.id].capacity_tokens)

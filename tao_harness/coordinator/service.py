@@ -29,7 +29,7 @@ from tao_harness.events import ToolEnd, ToolEvent, ToolStart
 from tao_harness.log_summary import SummarizedWarning
 from tao_harness.outcomes import is_censored
 from tao_harness.policies.base import Policy
-from tao_harness.proxy.messages import RequestAnswer
+from tao_harness.proxy.messages import RequestReport
 from tao_harness.proxy.routing import pin_headers
 from tao_harness.proxy.usage import Usage
 from tao_harness.coordinator.recording import tool_call_record
@@ -67,24 +67,6 @@ class AdmitAnswer:
     headers: dict[str, str]
     # Seconds this request has waited for admission so far.
     queue_wait_s: float
-
-
-@dataclass(frozen=True, slots=True)
-class RequestDone:
-    """A proxy's report of one upstream attempt of a request (`attempt` 0: none, only the `answer`)."""
-
-    session: str
-    request_id: str
-    replica: str | None
-    status: str  # "ok", "error", "cancelled", "connect_error"; "lost" when the coordinator ended it
-    usage: Usage  # the replica's own usage report for the attempt
-    ttft_s: float | None
-    latency_s: float | None
-    queue_wait_s: float
-    started_at: float
-    attempt: int = 1
-    # On the request's last report: what the client got, recorded as the request's row.
-    answer: RequestAnswer | None = None
 
 
 @dataclass
@@ -348,7 +330,7 @@ class Coordinator:
         if self.state.node_of(session) is not None:
             self.state.release(session, now)
 
-    def request_done(self, done: RequestDone) -> None:
+    def request_done(self, done: RequestReport) -> None:
         now = self.clock()
         if done.attempt:
             self._attempt_done(done, now)
@@ -366,7 +348,7 @@ class Coordinator:
             ))
         self.wake()
 
-    def _attempt_done(self, done: RequestDone, now: float) -> None:
+    def _attempt_done(self, done: RequestReport, now: float) -> None:
         pending = self._pending.get(done.session)
         size = self._sizes.get(done.session)
         if size is not None and size.main_request == done.request_id:
@@ -500,8 +482,8 @@ class Coordinator:
             if not waiting and self.state.phase(session) is not records.Phase.REASONING:
                 continue
             log.debug("request %s of session %s ended unreported: %s", request_id, session, why)
-            self.request_done(RequestDone(session, request_id, self.state.node_of(session), "lost",
-                                          Usage(None, None, None), None, None, 0.0, size.main_started))
+            self.request_done(RequestReport(session, request_id, self.state.node_of(session), "lost", Usage(),
+                                            None, None, 0.0, size.main_started))
             ended.append(session)
             reasons[why] += 1
         for why, count in reasons.items():  # one line per cause: a dead proxy may leave thousands

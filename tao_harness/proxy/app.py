@@ -11,11 +11,13 @@ upstream request and reports the request as cancelled, so its admission is freed
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import secrets
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator
 
 import aiohttp
 from aiohttp import web
@@ -23,7 +25,6 @@ from aiohttp import web
 from tao_harness import fastjson
 from tao_harness.auth import agent_token_middleware
 from tao_harness.config import ProxyConfig, ReplicaSpec
-from tao_harness.proxy.channel import CoordinatorChannel
 from tao_harness.proxy.coordinator_client import CoordinatorClient
 from tao_harness.proxy.messages import Admission, AdmitRequest, RequestAnswer, RequestReport
 from tao_harness.proxy.failover import Relay, Retry
@@ -50,6 +51,8 @@ HOP_BY_HOP = frozenset(
 BYTES_PER_TOKEN = 4
 # The pause between connect attempts to a slow replica, while `connect_patience_s` lasts.
 CONNECT_PAUSE_S = 1.0
+# A report's usage where the replica gave none.
+_NO_USAGE = Usage()
 # The in-band error of an answer no replica could finish.
 _CUT = "the replica failed mid-response and no other replica could continue it; send the request again"
 
@@ -62,29 +65,21 @@ class ProxyState:
     coordinator: CoordinatorClient | None
     # The coordinator's holders, kept by the coordinator channel (empty without one).
     leases: LeaseTable = field(default_factory=LeaseTable)
-    # Messages to the coordinator still on their way, per session: the last of a chain in which each
-    # waits for the one before (a report must not overtake the request's own lease notice). Sent after
-    # the response so the client's connection is free at once; the next admission waits for them.
-    reports: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    # Request ids: this process's random prefix and a counter (cheaper than a uuid4 per request).
+    _id_prefix: str = field(default_factory=lambda: f"tao-{secrets.token_hex(8)}-")
+    _ids: Iterator[int] = field(default_factory=itertools.count)
+    # An upstream request's timeouts: only its connect has one (`_send_upstream`).
+    upstream_timeout: aiohttp.ClientTimeout = field(init=False)
 
-    def send_report(self, session: str, report: Coroutine[Any, Any, None]) -> None:
-        previous = self.reports.get(session)
-        if previous is None:  # the common case: nothing to wait for, so no wrapping coroutine
-            task = asyncio.create_task(report)
-        else:
-            task = asyncio.create_task(_after(previous, report))
-        self.reports[session] = task
+    def __post_init__(self) -> None:
+        self.upstream_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.config.connect_timeout_s)
 
-        def forget(done: asyncio.Task[None]) -> None:
-            if self.reports.get(session) is done:
-                del self.reports[session]
+    def new_request_id(self) -> str:
+        return f"{self._id_prefix}{next(self._ids)}"
 
-        task.add_done_callback(forget)
-
-
-async def _after(previous: asyncio.Task[None], report: Coroutine[Any, Any, None]) -> None:
-    await asyncio.wait([previous])
-    await report
+    def lease(self, session: str) -> Admission | None:
+        """Where the session's next request goes without an admission, if it is followed (`admission_leases`)."""
+        return self.leases.get(session) if self.config.admission_leases else None
 
 
 STATE = web.AppKey("proxy_state", ProxyState)
@@ -111,7 +106,7 @@ def _forward_headers(request: web.Request, extra: dict[str, str], request_id: st
 async def _choose_replica(state: ProxyState, identity: SessionIdentity, api: ApiKind | None,
                           request_id: str, raw: bytes, body: Any, exclude: tuple[str, ...]) -> Admission | None:
     if api is not None and state.coordinator is not None:
-        lease = state.leases.get(identity.session) if state.config.admission_leases and not exclude else None
+        lease = state.lease(identity.session) if not exclude else None
         if lease is not None and not state.coordinator.available:
             lease = None
         prefix = None if lease is not None else shared_prefix(body, api)  # only where the coordinator plans
@@ -121,15 +116,12 @@ async def _choose_replica(state: ProxyState, identity: SessionIdentity, api: Api
                            prefix_group=prefix.group if prefix is not None else None,
                            shared_tokens_estimate=prefix.size // BYTES_PER_TOKEN if prefix is not None else 0)
         if lease is not None:
-            state.send_report(identity.session, state.coordinator.record_leased(ask))
+            state.coordinator.record_leased(ask)
             return lease
-        previous = state.reports.get(identity.session)
-        if previous is not None:
-            await asyncio.shield(previous)
         try:
             admission = await state.coordinator.admit(ask)
         except asyncio.CancelledError:  # the client left while it waited: its admission must not go unused
-            state.send_report(identity.session, state.coordinator.withdraw(ask))
+            state.coordinator.withdraw(ask)
             raise
         if admission is not None:
             return admission
@@ -158,7 +150,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
     try:
         identity = identify_session(request.headers, request.path, body if isinstance(body, dict) else None,
                                     _connection_id(request))
-        request_id = checked_id(request.headers.get("X-Request-Id") or f"tao-{uuid.uuid4().hex}", "X-Request-Id")
+        request_id = checked_id(request.headers.get("X-Request-Id") or state.new_request_id(), "X-Request-Id")
     except BadSessionId as exc:
         return _error(400, str(exc))
     if identity.source == "connection":
@@ -172,7 +164,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
     for _attempt in range(state.config.connect_retries + 1):
         admission = await _choose_replica(state, identity, api, request_id, raw, body, exclude)
         if admission is None:
-            await _close(report)
+            _close(report)
             return await relay.give_up(request, _CUT, _error(503, "no replica available"))
         report = _Report(state, identity.session, request_id, admission, started, clock0, relay)
         try:
@@ -183,15 +175,14 @@ async def handle(request: web.Request) -> web.StreamResponse:
         # ClientOSError covers refused connects and a reset before the headers (replica killed mid-request).
         except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError, asyncio.TimeoutError) as exc:
             log.warning("replica %s refused %s: %s", admission.replica, request_id, exc)
-            await report.send("connect_error", None, None, final=False)
+            report.send("connect_error", None, None, final=False)
             exclude += (admission.replica,)
             continue
         except Unresumable as exc:
-            await report.send("error", None, None)
+            report.send("error", None, None)
             return await relay.give_up(request, f"{_CUT} ({exc})", _error(502, str(exc)))
         except BaseException as exc:  # the client left (cancelled) or a bug: the admission must not outlive it
-            status = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
-            state.send_report(identity.session, report.send(status, None, None))
+            report.send("cancelled" if isinstance(exc, asyncio.CancelledError) else "error", None, None)
             raise
         try:
             return await _pass_through(request, upstream, report, api, relay)
@@ -199,7 +190,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
             exclude += (admission.replica,)
         finally:
             upstream.release()
-    await _close(report)
+    _close(report)
     refused = _error(502, f"replicas {', '.join(exclude)} refused the connection")
     return await relay.give_up(request, _CUT, refused)
 
@@ -216,7 +207,7 @@ async def _send_upstream(state: ProxyState, method: str, url: str, data: bytes |
         try:
             return await state.http.request(
                 method, url, data=data or None, headers=headers, auto_decompress=False,
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=config.connect_timeout_s))
+                timeout=state.upstream_timeout)
         except asyncio.TimeoutError as exc:  # only the connect has a timeout
             if time.monotonic() + pause >= deadline:
                 raise
@@ -224,11 +215,11 @@ async def _send_upstream(state: ProxyState, method: str, url: str, data: bytes |
             await asyncio.sleep(pause)
 
 
-async def _close(report: _Report | None) -> None:
+def _close(report: _Report | None) -> None:
     """The request ends without another attempt after `report`'s, which went out as not the last: a
     message with only the request's answer follows it."""
     if report is not None and report.relay.api is not None and report.state.coordinator is not None:
-        await report.state.coordinator.report(replace(
+        report.state.coordinator.report(replace(
             report.message("error", None, None), attempt=0,
             answer=report.relay.answer("error", report.admission.replica, None)))
 
@@ -248,19 +239,16 @@ class _Report:
     def message(self, status: str, http_status: int | None, usage: Usage | None,
                 answer: RequestAnswer | None = None) -> RequestReport:
         return RequestReport(
-            session=self.session, request_id=self.request_id, replica=self.admission.replica,
-            status=status, http_status=http_status,
-            prompt_tokens=usage.prompt_tokens if usage else None,
-            cached_tokens=usage.cached_tokens if usage else None,
-            completion_tokens=usage.completion_tokens if usage else None,
-            ttft_s=self.ttft_s, latency_s=time.monotonic() - self.clock0,
+            session=self.session, request_id=self.request_id, replica=self.admission.replica, status=status,
+            usage=usage or _NO_USAGE, ttft_s=self.ttft_s, latency_s=time.monotonic() - self.clock0,
             queue_wait_s=self.admission.queue_wait_s, started_at=self.started, attempt=self.attempt,
-            answer=answer,
+            answer=answer, http_status=http_status,
         )
 
-    async def send(self, status: str, http_status: int | None, tracker: UsageTracker | None,
-                   final: bool = True) -> None:
-        """`final`: no attempt follows this one (else the request's answer is not known yet)."""
+    def send(self, status: str, http_status: int | None, tracker: UsageTracker | None,
+             final: bool = True) -> None:
+        """`final`: no attempt follows this one (else the request's answer is not known yet). Returns at
+        once (the message goes out in the background): a cancelled handler still frees its admission."""
         if self.sent:
             return
         self.sent = True
@@ -272,11 +260,21 @@ class _Report:
             return
         usage = tracker.finish() if tracker is not None else None
         answer = self.relay.answer(status, self.admission.replica, usage) if final else None
-        await self.state.coordinator.report(self.message(status, http_status, usage, answer))
+        # A session without a lease: its next request's admission waits for this report, so no lingering.
+        self.state.coordinator.report(self.message(status, http_status, usage, answer),
+                                      urgent=self.state.lease(self.session) is None)
 
 
-def _client_response(upstream: aiohttp.ClientResponse) -> web.StreamResponse:
-    response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+class _HeldResponse(web.StreamResponse):
+    """An answer the relay holds until content (proxy.failover): its `prepare` is always followed by its
+    first bytes, which carry the headers in the same socket write. aiohttp writes a StreamResponse's
+    headers at `prepare`; that second write wakes the client once more (~0.1 ms a request here)."""
+
+    _send_headers_immediately = False
+
+
+def _client_response(upstream: aiohttp.ClientResponse, held: bool) -> web.StreamResponse:
+    response = (_HeldResponse if held else web.StreamResponse)(status=upstream.status, reason=upstream.reason)
     for name, value in upstream.headers.items():
         if name.lower() not in HOP_BY_HOP:
             response.headers.add(name, value)
@@ -292,7 +290,7 @@ async def _pass_through(request: web.Request, upstream: aiohttp.ClientResponse, 
     final = True
     answered = False  # the replica's whole response was read
     try:
-        await relay.open(request, _client_response(upstream), upstream)
+        await relay.open(request, _client_response(upstream, api is not None), upstream)
         async for chunk in upstream.content.iter_any():
             if tracker is not None and tracker.feed(chunk) and report.ttft_s is None:
                 report.ttft_s = time.monotonic() - report.clock0
@@ -322,8 +320,7 @@ async def _pass_through(request: web.Request, upstream: aiohttp.ClientResponse, 
             # come before the proxy has ended the response (seen against real vLLM).
             status = "ok" if upstream.status < 400 else "error"
         if api is not None:
-            # A task of its own: a cancelled handler must still free its admission.
-            report.state.send_report(report.session, report.send(status, upstream.status, tracker, final))
+            report.send(status, upstream.status, tracker, final)
         elif status == "ok":
             report.state.router.remember(report.session, report.admission.replica)
 
@@ -351,19 +348,20 @@ def build_app(config: ProxyConfig, replicas: tuple[ReplicaSpec, ...], token: str
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
         async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as http:
+            leases = LeaseTable()
+            # The coordinator channel runs also without leases: it keeps this proxy's requests alive.
             coordinator = (
                 CoordinatorClient(config.coordinator_url, http, config.admission_poll_s,
-                                  config.coordinator_grace_s, token, config.coordinator_unresponsive_s)
+                                  config.coordinator_grace_s, token, config.coordinator_unresponsive_s, leases)
                 if config.coordinator_url else None
             )
-            app[STATE] = state = ProxyState(config, http, AffinityRouter(replicas), coordinator)
+            app[STATE] = ProxyState(config, http, AffinityRouter(replicas), coordinator, leases)
             following = None
-            if coordinator is not None:  # also without leases: the channel keeps this proxy's requests alive
-                coordinator.channel = CoordinatorChannel(config.coordinator_url or "", http, coordinator.headers,
-                                                         state.leases, coordinator.proxy_id)
+            if coordinator is not None and coordinator.channel is not None:
                 following = asyncio.create_task(coordinator.channel.run())
             yield
-            await asyncio.gather(*state.reports.values(), return_exceptions=True)
+            if coordinator is not None:
+                await coordinator.close(config.coordinator_grace_s)
             if following is not None:
                 following.cancel()
                 await asyncio.gather(following, return_exceptions=True)

@@ -9,6 +9,10 @@ nothing at all for `unresponsive_s` counts as gone (hung). After a failure the c
 mode for a back-off interval so agents never pay a connect timeout per request; reports made meanwhile
 are dropped (the coordinator re-learns cache state from the next reports).
 
+Reports and lease notices (`record_leased`, `report`, `withdraw`) return at once: they go out over the
+coordinator channel while it is open (proxy.channel), else as HTTP requests in the background. A
+session's messages arrive in the order sent, and its next admission only after them (`admit` waits).
+
 Every admission names this proxy's instance id (`proxy`, a fresh one per process): the coordinator ends
 the requests of a proxy that went away without reporting them (coordinator.owners).
 """
@@ -19,32 +23,32 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Coroutine
+from typing import Any
 
 import aiohttp
 
-from tao_harness.proxy.messages import Admission, AdmitRequest, RequestAnswer, RequestReport
-
-if TYPE_CHECKING:
-    from tao_harness.proxy.channel import CoordinatorChannel
+from tao_harness.proxy.channel import CoordinatorChannel, Message
+from tao_harness.proxy.leases import LeaseTable
+from tao_harness.proxy.messages import Admission, AdmitRequest, RequestReport
+from tao_harness.proxy.usage import Usage
 
 log = logging.getLogger(__name__)
 
 BACKOFF_S = 2.0
+# The HTTP route of each kind of message the channel carries.
+_ROUTES = {"leased": "/v1/admit", "done": "/v1/requests/done"}
 
 
 class _NoAnswer(Exception):
     """The coordinator took the request but did not answer in time: slow, not gone (see `_send`)."""
 
 
-def _body(message: AdmitRequest | RequestReport | RequestAnswer) -> dict[str, Any]:
-    """The message as a JSON object; flat, so cheaper than `dataclasses.asdict` (on every request's path)."""
-    return {name: getattr(message, name) for name in message.__slots__}
-
-
 class CoordinatorClient:
     def __init__(self, base_url: str, http: aiohttp.ClientSession, poll_s: float, grace_s: float,
-                 token: str | None = None, unresponsive_s: float = 60.0) -> None:
+                 token: str | None = None, unresponsive_s: float = 60.0, leases: LeaseTable | None = None) -> None:
+        """`leases`: the table a coordinator channel keeps (`channel`, to be run by the caller); without
+        one, every message goes over HTTP."""
         self._base = base_url.rstrip("/")
         self._http = http
         self._poll_s = poll_s
@@ -54,8 +58,10 @@ class CoordinatorClient:
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.proxy_id = uuid.uuid4().hex
         self._down_until = 0.0
-        # Set by the proxy once built: reports and lease notices go over it while it is open.
-        self.channel: CoordinatorChannel | None = None
+        # Per session, the last of its messages going out over HTTP; each waits for the one before.
+        self._sending: dict[str, asyncio.Task[None]] = {}
+        self.channel = (CoordinatorChannel(self._base, http, self.headers, leases, self.proxy_id, self._send_later)
+                        if leases is not None else None)
 
     @property
     def available(self) -> bool:
@@ -95,17 +101,17 @@ class CoordinatorClient:
             self._mark_down(f"{type(exc).__name__} on {path}")
             return None
 
-    async def _post(self, path: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+    async def _post(self, path: str, body: dict[str, Any], timeout_s: float) -> None:
         """`_send` for a message the coordinator can do without (a report: it re-learns from the next)."""
         try:
-            return await self._send(path, body, timeout_s)
+            await self._send(path, body, timeout_s)
         except _NoAnswer as exc:
             log.info("coordinator slow: %s", exc)
-            return None
 
     async def admit(self, request: AdmitRequest) -> Admission | None:
         """Wait until admitted; None means fail open."""
-        body = _body(request) | {"wait_s": self._poll_s, "proxy": self.proxy_id}
+        await self.settle(request.session)
+        body = request.to_json(self.proxy_id, self._poll_s)
         if self.channel is not None:  # the coordinator first applies this session's messages sent so far
             body["channel"], body["after_seq"] = self.channel.position(request.session)
         while True:
@@ -130,23 +136,60 @@ class CoordinatorClient:
                 self._mark_down(f"unexpected admission status {answer.get('status')!r}")
                 return None
 
-    async def record_leased(self, request: AdmitRequest) -> None:
+    def record_leased(self, request: AdmitRequest) -> None:
         """Tell the coordinator about a request already sent on a lease (it answers at once)."""
-        await self._deliver("leased", "/v1/admit", request.session,
-                            _body(request) | {"wait_s": 0, "proxy": self.proxy_id})
+        self._tell("leased", request.session, request.to_json(self.proxy_id, 0))
 
-    async def withdraw(self, request: AdmitRequest) -> None:
+    def withdraw(self, request: AdmitRequest) -> None:
         """The client left while its request waited for admission: the request leaves the pool at once."""
-        await self.report(RequestReport(request.session, request.request_id, None, "cancelled", None, None, None,
-                                        None, None, None, 0.0, time.time()))
+        self.report(RequestReport(request.session, request.request_id, None, "cancelled", Usage(), None, None,
+                                  0.0, time.time()))
 
-    async def report(self, report: RequestReport) -> None:
-        body = _body(report)
-        if report.answer is not None:
-            body["answer"] = _body(report.answer)
-        await self._deliver("done", "/v1/requests/done", report.session, body)
+    def report(self, report: RequestReport, urgent: bool = True) -> None:
+        """`urgent`: without lingering in the channel (the session's next request will ask for an
+        admission, which waits for this report)."""
+        self._tell("done", report.session, report.to_json(), urgent)
 
-    async def _deliver(self, kind: str, path: str, session: str, body: dict[str, Any]) -> None:
-        """Over the channel while it is open, else as an HTTP request to `path`."""
-        if self.channel is None or not await self.channel.send(kind, session, body):
-            await self._post(path, body, self._grace_s)
+    def _tell(self, kind: str, session: str, body: dict[str, Any], urgent: bool = False) -> None:
+        """Over the channel while it is open, unless an earlier message of the session still goes over HTTP."""
+        if session in self._sending or self.channel is None or not self.channel.post(kind, session, body, urgent):
+            self._send_later((session, kind, body))
+
+    def _send_later(self, message: Message) -> None:
+        """An HTTP request for `message`, after the session's earlier ones; dropped while the coordinator
+        is unavailable (see the module's doc)."""
+        session, kind, body = message
+        if not self.available:
+            return
+        post = self._post(_ROUTES[kind], body, self._grace_s)
+        previous = self._sending.get(session)
+        task = asyncio.create_task(post if previous is None else _after(previous, post))
+        self._sending[session] = task
+
+        def forget(done: asyncio.Task[None]) -> None:
+            if self._sending.get(session) is done:
+                del self._sending[session]
+
+        task.add_done_callback(forget)
+
+    async def settle(self, session: str) -> None:
+        """Until the session's messages sent so far have reached the coordinator (or the channel)."""
+        if self.channel is not None:
+            await self.channel.flushed(session)
+        previous = self._sending.get(session)
+        if previous is not None:
+            await asyncio.shield(previous)
+
+    async def close(self, timeout_s: float) -> None:
+        """At shutdown: deliver what is on its way (the channel's frames for up to `timeout_s`)."""
+        if self.channel is not None:
+            try:
+                await asyncio.wait_for(self.channel.flushed(), timeout_s)
+            except asyncio.TimeoutError:
+                log.warning("coordinator channel did not take the last messages in %.0f s", timeout_s)
+        await asyncio.gather(*self._sending.values(), return_exceptions=True)
+
+
+async def _after(previous: asyncio.Task[None], message: Coroutine[Any, Any, None]) -> None:
+    await asyncio.wait([previous])
+    await message

@@ -1,48 +1,59 @@
-"""`ProxyState.send_report`: a session's messages to the coordinator go out in the order sent, whether or
-not one is still on its way when the next is sent."""
+"""A session's messages to the coordinator arrive in the order sent, and its next admission after them,
+whether they go over HTTP (no channel) or one is still on its way when the next is sent."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tao_harness.proxy.app import ProxyState
+import aiohttp
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from tao_harness.proxy.coordinator_client import CoordinatorClient
+from tao_harness.proxy.messages import AdmitRequest, RequestReport
+from tao_harness.proxy.usage import Usage
+
+Serve = Callable[[Any], Awaitable[TestServer]]
 
 
-def _state() -> ProxyState:
-    return ProxyState(config=None, http=None, router=None, coordinator=None)  # type: ignore[arg-type]
+def _done(session: str, request_id: str) -> RequestReport:
+    return RequestReport(session, request_id, "r0", "ok", Usage(), None, 0.1, 0.0, 0.0)
 
 
-async def test_a_report_waits_for_the_sessions_earlier_one() -> None:
-    state, order = _state(), []
-    release = asyncio.Event()
+async def test_a_sessions_messages_keep_their_order_and_the_next_admission_waits_for_them(serve: Serve) -> None:
+    seen: list[str] = []
+    slow = asyncio.Event()
 
-    async def first() -> None:
-        await release.wait()
-        order.append("first")
+    async def done(request: web.Request) -> web.Response:
+        body = await request.json()
+        if body["request_id"] == "first":
+            await slow.wait()  # still on its way when the others are sent
+        seen.append(body["request_id"])
+        return web.json_response({"status": "ok"})
 
-    async def second() -> None:
-        order.append("second")
+    async def admit(request: web.Request) -> web.Response:
+        seen.append("admit " + (await request.json())["request_id"])
+        return web.json_response({"status": "admitted", "replica": "r0", "base_url": "http://127.0.0.1:1"})
 
-    state.send_report("s", first())
-    state.send_report("s", second())  # chained behind `first`, still on its way
-    state.send_report("t", _record(order, "other session"))  # another session's does not wait
-    await asyncio.sleep(0.01)
-    assert order == ["other session"]
-    release.set()
-    await asyncio.gather(*state.reports.values())
-    assert order == ["other session", "first", "second"]
-    assert state.reports == {}  # finished messages are forgotten
-
-
-async def test_a_lone_report_goes_out_and_is_forgotten() -> None:
-    state, order = _state(), []
-    state.send_report("s", _record(order, "only"))
-    task = state.reports["s"]
-    await task
-    await asyncio.sleep(0)  # the done callback runs in the next loop turn
-    assert order == ["only"] and state.reports == {}
-
-
-async def _record(order: list[Any], what: str) -> None:
-    order.append(what)
+    app = web.Application()
+    app.router.add_post("/v1/requests/done", done)
+    app.router.add_post("/v1/admit", admit)
+    url = str((await serve(app)).make_url(""))
+    async with aiohttp.ClientSession() as http:
+        client = CoordinatorClient(url, http, poll_s=1.0, grace_s=5.0)
+        client.report(_done("s", "first"))
+        client.report(_done("s", "second"))  # chained behind `first`
+        client.report(_done("t", "other session"))  # another session's does not wait
+        admission = asyncio.create_task(client.admit(AdmitRequest("s", "next", "openai", "/v1/chat/completions", 1)))
+        for _ in range(200):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        assert seen == ["other session"]
+        slow.set()
+        assert (await admission) is not None
+        await client.close(1.0)
+    assert seen == ["other session", "first", "second", "admit next"]
