@@ -8,7 +8,7 @@ credited there at profit k_ib − λ_i:
 
     L(λ) = Σ_i λ_i + Σ_b KP_b(λ)  ≥  K of every feasible placement        (weak duality)
 
-Each KP_b is solved exactly (a capacity DP in numpy), so L(λ) is a proven bound for every λ; a session
+Each KP_b is solved exactly (planner/knapsack.py), so L(λ) is a proven bound for every λ; a session
 credited on one node only keeps λ_i = 0; shared sessions start at their second-best credit, and a few
 subgradient steps settle most snapshots. What they leave (or, with flat credits, everything) gets the LP
 relaxation (planner/k_lp.py, one HiGHS solve): its bound, its node prices as multipliers when they bound
@@ -23,10 +23,14 @@ Placements come from the knapsacks' choices: a session chosen on several nodes s
 then left-out sessions are shifted in and each node is re-packed exactly over its sessions and the
 unplaced ones (planner/shift.py, planner/improve.py). With flat credits (a session worth the same on each
 of its nodes), where the LP bound is usually tight and fragmentation hides the placement reaching it,
-the LP incumbent is also reshuffled toward that bound. When the placement's K reaches the bound it is
-proven K-optimal (at λ = 0 with credit on one node per session this is the certificate's K level).
+the best of the LP's whole placements and the nodes filled one by one exactly (planner/fill.py) is also
+reshuffled toward that bound. When the placement's K reaches the bound it is proven K-optimal (at λ = 0
+with credit on one node per session this is the certificate's K level).
 
-Bounded by iterations and the caller's deadline; the bound is valid whenever it stops.
+Bounded by iterations and the caller's deadline; the bound is valid whenever it stops (out of time before
+the search, it is the best of the LP's and the first steps' bounds). Steps after the deadline are kept
+few: a placement already refilled is not polished again (with credit on every node one polish takes
+~10 ms).
 """
 
 from __future__ import annotations
@@ -39,8 +43,10 @@ from typing import Callable
 import numpy as np
 
 from tao_harness.planner.deadline import Deadline
+from tao_harness.planner.fill import node_fills
 from tao_harness.planner.improve import Improver
 from tao_harness.planner.k_lp import KRelaxation, k_relaxation
+from tao_harness.planner.knapsack import knapsack
 from tao_harness.planner.shift import reshuffle, shift_in
 from tao_harness.planner.problem import Packer, Problem, total_value
 
@@ -82,75 +88,6 @@ def credit_matrix(problem: Problem) -> list[dict[int, int]]:
     return credit
 
 
-def knapsack(items: list[int], size: tuple[int, ...], profit: dict[int, float], room: int
-             ) -> tuple[float, list[int]]:
-    """The most profit of a subset of `items` (positive profits only) within `room`, and that subset.
-
-    Dembo-Hammer reduction first: with the greedy (ratio order) value as a lower bound and the break
-    item's ratio r*, an item whose fractional bound when left out, U − p + r*·w, falls below it is in
-    every optimum, one whose bound when forced in, U + p − r*·w, falls below it is in none; the
-    capacity DP (numpy) runs over the rest only."""
-    items = [i for i in items if profit[i] > 0 and size[i] <= room]
-    if sum(size[i] for i in items) <= room:
-        return float(sum(profit[i] for i in items)), items
-    fixed, free, room = _reduce(items, size, profit, room)
-    # "best within c" over the items so far is flat past their total size (`reach`): only [w, reach + w]
-    # changes with an item of size w, smallest items first; past it, read the table at its end
-    best = np.zeros(room + 1)
-    taken = []
-    reach = 0
-    for i in sorted(free, key=lambda i: size[i]):
-        w = size[i]
-        if w > room:
-            continue
-        if w == 0:
-            best += profit[i]
-            taken.append((i, None, room))
-            continue
-        top = min(room, reach + w)
-        best[reach + 1:top + 1] = best[reach]  # the flat part this item reaches, unwritten until now
-        cand = best[:top + 1 - w] + profit[i]
-        take = cand > best[w:top + 1]
-        np.maximum(best[w:top + 1], cand, out=best[w:top + 1])
-        taken.append((i, take, top))
-        reach = top
-    chosen, c = list(fixed), room
-    for i, take, top in reversed(taken):
-        c = min(c, top)
-        if take is None:
-            chosen.append(i)
-        elif c >= size[i] and take[c - size[i]]:
-            chosen.append(i)
-            c -= size[i]
-    return float(best[reach]) + sum(profit[i] for i in fixed), chosen
-
-
-def _reduce(items: list[int], size: tuple[int, ...], profit: dict[int, float], room: int
-            ) -> tuple[list[int], list[int], int]:
-    """Items in every optimum, items still open, and the room the open ones share (see `knapsack`)."""
-    order = sorted(items, key=lambda i: -profit[i] / max(size[i], 1e-9))
-    used, upper, brk = 0, 0.0, len(order)
-    for k, i in enumerate(order):
-        if used + size[i] > room:
-            brk = k
-            upper += profit[i] * (room - used) / size[i]
-            break
-        used += size[i]
-        upper += profit[i]
-    ratio = profit[order[brk]] / size[order[brk]]
-    lower, left = 0.0, room
-    for i in order:  # greedy past the break item: a feasible value
-        if size[i] <= left:
-            lower += profit[i]
-            left -= size[i]
-    fixed: list[int] = []
-    free: list[int] = []
-    for i in order[:brk]:
-        (fixed if upper - profit[i] + ratio * size[i] < lower - _EPS else free).append(i)
-    free += [i for i in order[brk:] if upper + profit[i] - ratio * size[i] >= lower - _EPS]
-    return fixed, free, room - sum(size[i] for i in fixed)
-
-
 def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     """A proven bound on K and the best K-placement found (see the module docstring)."""
     credit = credit_matrix(problem)
@@ -163,17 +100,22 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     def value_of(placement: dict[int, int]) -> int:
         return total_value(k_problem, k_packer, placement) >> k_packer.shift_k
 
-    def refill(placement: dict[int, int]) -> dict[int, int]:
-        """Left-out sessions shifted in, then each node re-packed exactly (planner/improve.py)."""
-        return improver().improve(shift_in(k_problem, placement), passes=1)
+    def refill(placement: dict[int, int], until: Deadline | None = None) -> dict[int, int]:
+        """Left-out sessions shifted in, then each node re-packed exactly (planner/improve.py), or as many
+        as `until` allows (with credit on every node, re-packing all pairs of nodes takes ~10 ms)."""
+        return improver().improve(shift_in(k_problem, placement), passes=1, deadline=until)
 
-    def polish(placement: dict[int, int], target: int | None = None) -> tuple[dict[int, int], int]:
-        """`placement` refilled, and its K; then reshuffled toward K = `target`, when given."""
+    def polish(placement: dict[int, int]) -> tuple[dict[int, int], int]:
+        """`placement` refilled, and its K."""
         better = refill(placement)
-        if target is None:
-            return better, value_of(better)
-        return reshuffle(better, problem.m, value_of, refill, target, _RESHUFFLES,
-                         None if deadline is None else deadline.share(_RESHUFFLE_SHARE))
+        return better, value_of(better)
+
+    def reshuffle_toward(placement: dict[int, int], target: int) -> tuple[dict[int, int], int]:
+        """`placement` reshuffled toward K = `target` (planner/shift.py), and its K; its rounds, and the
+        re-packs within a round, stop at the reshuffle's share of the deadline."""
+        until = None if deadline is None else deadline.share(_RESHUFFLE_SHARE)
+        return reshuffle(placement, problem.m, value_of, lambda kept: refill(kept, until), target, _RESHUFFLES,
+                         until)
 
     step = math.gcd(*(k for column in credit for k in column.values()))
     search = _Search(problem.size, step, deadline, polish)
@@ -196,15 +138,28 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
         if flat or relaxation.bound < first:  # its multipliers, when they are the better start
             lam = {i: relaxation.multipliers.get(i, 0.0) for i in shared}
         # with flat credit (fresh, whole caches) the LP bound is usually tight and the search for a
-        # placement reaching it is what is hard: the LP's whole placements are reshuffled toward it
-        search.offer(*polish(relaxation.whole, search.floor(relaxation.bound) if flat else None))
+        # placement reaching it is what is hard: the best start, the LP's whole placements or the
+        # node-by-node fills (planner/fill.py), is reshuffled toward it
+        start = refill(relaxation.whole)
+        if flat:
+            fill = max(node_fills(credit, problem.size, problem.room, deadline), key=value_of)
+            if value_of(fill) > value_of(start):
+                start = refill(fill)
+            search.offer(*reshuffle_toward(start, search.floor(relaxation.bound)))
+        else:
+            search.offer(start, value_of(start))
         root = _fix_by_prices(root, relaxation, search)  # type: ignore[arg-type]
-    open_bound = -1 if root is None else search.node(root, lam, _ITERATIONS)
+    if root is None:
+        open_bound = -1
+    elif relaxation is not None and search.stopped():  # no time left for the search: the bounds so far
+        open_bound = int(min(first, search.floor(relaxation.bound)))
+    else:
+        open_bound = search.node(root, lam, _ITERATIONS)
     if relaxation is not None:
-        open_bound = min(open_bound, search.floor(relaxation.bound))
+        open_bound = int(min(open_bound, first, search.floor(relaxation.bound)))
     placement, value = search.best_placement, search.best_value
     bound = max(value, open_bound)
-    if value < bound:  # unproven: re-pack each node exactly around the best placement
+    if value < bound and not search.polished:  # unproven: re-pack each node exactly around the best placement
         placement, value = polish(placement)
     return KLevel(max(value, bound), placement, value, search.iterations, search.nodes)
 
@@ -250,6 +205,7 @@ class _Search:
                  polish: Callable[[dict[int, int]], tuple[dict[int, int], int]]) -> None:
         self.size, self.step, self.deadline, self.polish = size, step, deadline, polish
         self.best_value, self.best_placement = -1, {}
+        self.polished = True  # the best placement is a refill's output: polishing it again gains nothing
         self.iterations = self.nodes = 0
 
     def floor(self, bound: float) -> int:
@@ -257,8 +213,9 @@ class _Search:
         return math.floor(bound + _EPS) // self.step * self.step
 
     def offer(self, placement: dict[int, int], value: int) -> None:
+        """A refilled placement (as far as its deadline allowed) and its K, kept when better than the best."""
         if value > self.best_value:
-            self.best_value, self.best_placement = value, placement
+            self.best_value, self.best_placement, self.polished = value, placement, True
 
     def stopped(self) -> bool:
         return self.nodes >= _NODES or (self.deadline is not None and self.deadline.passed())
@@ -269,11 +226,10 @@ class _Search:
         retried = False
         while True:
             bound, lam = self.dual(sub, lam, iterations)
-            if bound > self.best_value and self.nodes == 1:
+            if bound > self.best_value and self.nodes == 1 and not self.polished:
                 # the root is not settled by its knapsacks: a better incumbent prunes the whole search
-                placement, value = self.polish(self.best_placement)
-                if value > self.best_value:
-                    self.best_value, self.best_placement = value, placement
+                self.offer(*self.polish(self.best_placement))
+                self.polished = True
             if bound <= self.best_value:
                 return -1
             if self.stopped():
@@ -306,6 +262,9 @@ class _Search:
         nodes_of = sub.nodes_of()
         shared = [i for i, bs in nodes_of.items() if len(bs) > 1]
         lam = {i: lam.get(i, 0.0) for i in shared}  # a session open on one node is best at λ = 0
+        # the repair's orders do not depend on λ: sorted once for all the steps
+        ranked = {i: sorted(bs, key=lambda b: (-sub.credit[b][i], b)) for i, bs in nodes_of.items()}
+        by_credit = sorted(nodes_of, key=lambda i: (-sub.credit[ranked[i][0]][i], i))
         solved: list[tuple[float, list[int]] | None] = [None] * len(sub.credit)
         best_bound, best_lam = math.inf, dict(lam)
         step, stall = _STEP0, 0
@@ -324,10 +283,10 @@ class _Search:
             for b, (_, chosen) in enumerate(solved):  # type: ignore[misc]
                 for i in chosen:
                     chosen_on.setdefault(i, []).append(b)
-            placement = _repair(sub, self.size, nodes_of, chosen_on)
+            placement = _repair(sub, self.size, ranked, by_credit, chosen_on)
             value = sub.fixed_value + sum(sub.credit[b][i] for i, b in placement.items())
             if value > self.best_value:
-                self.best_value, self.best_placement = value, {**sub.fixed, **placement}
+                self.best_value, self.best_placement, self.polished = value, {**sub.fixed, **placement}, False
             if self.floor(best_bound) <= self.best_value or self.stopped():
                 break
             # subgradient of L at λ: 1 − (knapsacks choosing i)
@@ -448,24 +407,21 @@ def _add(table: np.ndarray, w: int, p: float) -> np.ndarray:
     return out
 
 
-def _repair(sub: _Sub, size: tuple[int, ...], nodes_of: dict[int, list[int]],
+def _repair(sub: _Sub, size: tuple[int, ...], ranked: dict[int, list[int]], by_credit: list[int],
             chosen_on: dict[int, list[int]]) -> dict[int, int]:
     """A feasible placement of `sub`'s open sessions from the knapsacks' choices: a session chosen on
-    several nodes stays on its best one; then the sessions no node kept go, highest credit first, to
-    their best node with room."""
-    credit = sub.credit
-    placement = {i: max(bs, key=lambda b: (credit[b][i], -b)) for i, bs in chosen_on.items()}
+    several nodes stays on its best one; then the sessions no node kept go, highest credit first
+    (`by_credit`), to their best node with room. `ranked[i]`: session i's open nodes, best first."""
+    placement = {i: next(b for b in ranked[i] if b in bs) for i, bs in chosen_on.items()}
     left = list(sub.room)
     for i, b in placement.items():
         left[b] -= size[i]
-    rest = sorted((i for i in nodes_of if i not in placement),
-                  key=lambda i: (-max(credit[b][i] for b in nodes_of[i]), i))
-    for i in rest:
-        fits = [b for b in nodes_of[i] if left[b] >= size[i]]
-        if fits:
-            b = max(fits, key=lambda b: (credit[b][i], -b))
-            placement[i] = b
-            left[b] -= size[i]
+    for i in by_credit:
+        if i not in placement:
+            b = next((b for b in ranked[i] if left[b] >= size[i]), None)
+            if b is not None:
+                placement[i] = b
+                left[b] -= size[i]
     return placement
 
 

@@ -1,5 +1,6 @@
-"""The K level's parts (planner/lagrange.py, planner/k_lp.py, planner/shift.py) against brute force: the
-knapsack is exact, every LP-derived bound holds, shift moves never lose K, and the credits' gcd is used."""
+"""The K level's parts (planner/lagrange.py, planner/knapsack.py, planner/fill.py, planner/k_lp.py,
+planner/shift.py) against brute force: the knapsack is exact, node fills are feasible, every LP-derived
+bound holds, shift moves never lose K, and the credits' gcd is used."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import random
 from itertools import combinations, product
 
 from tao_harness.planner.deadline import Deadline
+from tao_harness.planner.fill import node_fills
 from tao_harness.planner.k_lp import k_relaxation
-from tao_harness.planner.lagrange import credit_matrix, k_level, knapsack
+from tao_harness.planner.knapsack import knapsack
+from tao_harness.planner.lagrange import credit_matrix, k_level
 from tao_harness.planner.problem import Problem, build_problem, is_feasible
 from tao_harness.planner.shapes import SHAPES
 from tao_harness.planner.shift import reshuffle, shift_in
@@ -89,6 +92,27 @@ def test_an_unfinished_k_bound_is_a_multiple_of_the_credits_gcd() -> None:
         snapshot = SHAPES["adversarial"](rng, 160, 8)
         level = k_level(build_problem(snapshot, snapshot.waiting), Deadline.after(0.002, "cpu"))
         assert level.bound % 1000 == 0 and level.value <= level.bound
+
+
+def test_a_k_bound_out_of_time_before_any_step_still_holds() -> None:
+    """A deadline gone before the search starts leaves the LP's bound: still above every placement."""
+    for problem in small_problems("late", 40):
+        level = k_level(problem, Deadline(at=0.0, clock=lambda: 1.0))
+        k_star = max(k_of(problem, p) for p in every_k_placement(problem))
+        assert is_feasible(problem, level.placement) and level.value <= k_star <= level.bound
+
+
+def test_node_fills_are_feasible_and_fill_their_first_node_best() -> None:
+    for problem in small_problems("fills", 60):
+        credit = credit_matrix(problem)
+        first = min(range(problem.m), key=lambda b: (problem.room[b], b))  # smallest room: filled first
+        best_first = max((sum(credit[first][i] for i in subset) for r in range(len(credit[first]) + 1)
+                          for subset in combinations(credit[first], r)
+                          if sum(problem.size[i] for i in subset) <= problem.room[first]), default=0)
+        smallest_first, largest_first = node_fills(credit, problem.size, problem.room)
+        for placement in (smallest_first, largest_first):
+            assert is_feasible(problem, placement) and all(i in credit[b] for i, b in placement.items())
+        assert sum(credit[first][i] for i, b in smallest_first.items() if b == first) == best_first
 
 
 def test_shift_makes_room_by_moving_a_session_to_its_other_credit_node() -> None:
