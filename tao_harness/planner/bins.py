@@ -16,6 +16,7 @@ is returned unproven, and the caller goes on to the DP.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Hashable, Mapping
 
 from tao_harness.planner.certificate import INT64_BITS, best_fit, subset_sum_split
 from tao_harness.planner.deadline import Deadline
@@ -124,7 +125,7 @@ class _Search:
         items, rooms, size, gain = node.items, node.rooms, self.size, self.gain
         target, cut = _target_room(items, size, rooms)
         fits = sorted((i for i in items if size[i] <= cut), key=lambda i: (-size[i], i))
-        contents = _maximal_contents(fits, size, gain, cut, _MAX_CONTENTS)
+        contents = maximal_contents(fits, size, {i: (size[i], gain[i]) for i in fits}, cut, _MAX_CONTENTS)
         if contents is not None:
             others = {b: room for b, room in rooms.items() if b != target}
             shared = node.prefix if node.prefix is not None and node.prefix.cut == cut else \
@@ -162,28 +163,28 @@ def _split(items: list[int], size: list[int], rooms: list[int]) -> tuple[dict[in
     return split, left
 
 
-def _maximal_contents(
-    fits: list[int], size: list[int], gain: list[int], room: int, limit: int
+def maximal_contents(
+    fits: list[int], size: list[int], kind: Mapping[int, Hashable], room: int, limit: int
 ) -> list[list[int]] | None:
-    """Every subset of `fits` within `room` that no other item of `fits` could join, up to swapping
-    items of equal size and gain (which give the same subproblem); None when there are over `limit`."""
+    """Every subset of `fits` (largest first) within `room` that no other item of `fits` could join, up
+    to swapping items of the same `kind` (the caller's key for items that give the same subproblem:
+    equal size and gain, and where credit applies, the same other rooms); None when over `limit`."""
     out: list[list[int]] = []
     chosen: list[int] = []
     ascending = fits[::-1]  # `fits` comes largest first
 
     def extend(start: int, left: int) -> None:
-        skipped_kinds: set[tuple[int, int]] = set()
+        skipped_kinds: set[Hashable] = set()
         extended = False
         for k in range(start, len(fits)):
             i = fits[k]
-            kind = (size[i], gain[i])
-            if size[i] > left or kind in skipped_kinds:
+            if size[i] > left or kind[i] in skipped_kinds:
                 continue
             extended = True
             chosen.append(i)
             extend(k + 1, left - size[i])
             chosen.pop()
-            skipped_kinds.add(kind)  # later items of this kind, after skipping one, give repeats
+            skipped_kinds.add(kind[i])  # later items of this kind, after skipping one, give repeats
         if extended:
             return
         taken = set(chosen)

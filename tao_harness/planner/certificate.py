@@ -22,7 +22,7 @@ residual (branch and bound, then the exact DP).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Container, Iterable, Mapping
 
 import numpy as np
 
@@ -67,21 +67,23 @@ def fullest_fills(items: list[int], size: list[int], rooms: list[int]) -> list[i
 
 
 def subset_sum_split(
-    items: list[int], size: list[int], rooms: list[int]
+    items: list[int], size: list[int], rooms: list[int], allowed: Mapping[int, Container[int]] | None = None
 ) -> tuple[dict[int, int], list[int]]:
-    """Fill rooms smallest first, each as full as a subset of the remaining items allows.
+    """Fill rooms smallest first, each as full as a subset of the remaining items (those `allowed[i]`
+    holds the room for, when given) allows.
 
     Returns the placement and the items left over (empty when everything was placed)."""
     left = list(items)
     placement: dict[int, int] = {}
     for b in sorted(range(len(rooms)), key=lambda b: (rooms[b], b)):
+        here = left if allowed is None else [i for i in left if b in allowed[i]]
         mask = (1 << (rooms[b] + 1)) - 1
         reach, layers = 1, []
-        for i in left:
+        for i in here:
             layers.append(reach)
             reach = (reach | (reach << size[i])) & mask
         c = reach.bit_length() - 1  # fullest fill of this room
-        for i, before in zip(reversed(left), reversed(layers)):
+        for i, before in zip(reversed(here), reversed(layers)):
             if not (before >> c) & 1:
                 placement[i] = b
                 c -= size[i]
@@ -90,7 +92,7 @@ def subset_sum_split(
 
 
 def best_fit(
-    items: list[int], size: list[int], rooms: list[int], allowed: Mapping[int, list[int]] | None = None,
+    items: list[int], size: list[int], rooms: list[int], allowed: Mapping[int, Iterable[int]] | None = None,
     largest_first: bool = True,
 ) -> tuple[dict[int, int], list[int]]:
     """Largest first (or in the given order) into the tightest room that holds it, among `allowed[i]`

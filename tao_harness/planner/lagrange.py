@@ -17,15 +17,19 @@ placement can use, and its whole placements, polished, as an incumbent. The mult
 subgradient with Polyak steps toward the best placement found, and a depth-first search splits what the
 root leaves.
 Every K is a multiple of g, the gcd of the credits, so every bound is rounded down to one (with credits
-in whole quanta or fixed amounts this alone closes many gaps).
+in whole quanta or fixed amounts this alone closes many gaps). With flat credit a second bound comes from
+packing alone (planner/k_nested.py, the size-nested surrogate): it caps every bound and ends the search
+as soon as a placement reaches it.
 
 Placements come from the knapsacks' choices: a session chosen on several nodes stays on its best one;
 then left-out sessions are shifted in and each node is re-packed exactly over its sessions and the
 unplaced ones (planner/shift.py, planner/improve.py). With flat credits (a session worth the same on each
 of its nodes), where the LP bound is usually tight and fragmentation hides the placement reaching it,
 the best of the LP's whole placements and the nodes filled one by one exactly (planner/fill.py) is also
-reshuffled toward that bound. When the placement's K reaches the bound it is proven K-optimal (at λ = 0
-with credit on one node per session this is the certificate's K level).
+reshuffled toward that bound, and what the reshuffle misses is searched exactly by bin completion
+(planner/k_bins.py), which either reaches the bound or, exhausted, proves its best placement optimal.
+When the placement's K reaches the bound it is proven K-optimal (at λ = 0 with credit on one node per
+session this is the certificate's K level).
 
 Bounded by iterations and the caller's deadline; the bound is valid whenever it stops (out of time before
 the search, it is the best of the LP's and the first steps' bounds). Steps after the deadline are kept
@@ -45,7 +49,9 @@ import numpy as np
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.fill import node_fills
 from tao_harness.planner.improve import Improver
+from tao_harness.planner.k_bins import complete_flat
 from tao_harness.planner.k_lp import KRelaxation, k_relaxation
+from tao_harness.planner.k_nested import k_ceiling
 from tao_harness.planner.knapsack import knapsack
 from tao_harness.planner.shift import reshuffle, shift_in
 from tao_harness.planner.problem import Packer, Problem, total_value
@@ -118,13 +124,16 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
                          until)
 
     step = math.gcd(*(k for column in credit for k in column.values()))
-    search = _Search(problem.size, step, deadline, polish)
     shared = _shared(credit)
+    flat = _flat(credit)
+    # the packing-only ceiling pays with flat credit; with graded credit it never ended a search earlier
+    # (multi, all and crowded shapes) and costs ~0.5 ms
+    ceiling = k_ceiling(credit, problem.size, problem.room) if shared and flat else None
+    search = _Search(problem.size, step, deadline, polish, math.inf if ceiling is None else ceiling)
     lam: dict[int, float] = {}
     for i in shared:  # shared sessions start at their second-best credit: only their best node wants them
         lam[i] = float(sorted((column[i] for column in credit if i in column), reverse=True)[1])
     root: _Sub | None = _Sub(credit, list(problem.room), {}, 0)
-    flat = _flat(credit)
     relaxation, first = None, math.inf
     if shared and not flat:  # a few cheap steps first: most K levels are settled by them
         first, first_lam = search.dual(root, lam, _FIRST_ITERATIONS)  # type: ignore[arg-type]
@@ -145,7 +154,17 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
             fill = max(node_fills(credit, problem.size, problem.room, deadline), key=value_of)
             if value_of(fill) > value_of(start):
                 start = refill(fill)
-            search.offer(*reshuffle_toward(start, search.floor(relaxation.bound)))
+            target = int(min(search.floor(relaxation.bound), search.ceiling))
+            search.offer(*reshuffle_toward(start, target))
+            # what the reshuffle missed, searched exactly (on the nested DP, so only where the ceiling's paid)
+            if search.best_value < target and ceiling is not None:
+                completion = complete_flat(credit, problem.size, problem.room, search.best_value, target,
+                                           deadline)
+                if completion.placement is not None:  # refilled unless optimal: a node's split may leave room
+                    found, worth = completion.placement, value_of(completion.placement)
+                    search.offer(*((found, worth) if worth >= target else polish(found)))
+                if completion.proven:
+                    search.ceiling = search.best_value
         else:
             search.offer(start, value_of(start))
         root = _fix_by_prices(root, relaxation, search)  # type: ignore[arg-type]
@@ -158,7 +177,7 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     if relaxation is not None:
         open_bound = int(min(open_bound, first, search.floor(relaxation.bound)))
     placement, value = search.best_placement, search.best_value
-    bound = max(value, open_bound)
+    bound = int(min(max(value, open_bound), search.ceiling))
     if value < bound and not search.polished:  # unproven: re-pack each node exactly around the best placement
         placement, value = polish(placement)
     return KLevel(max(value, bound), placement, value, search.iterations, search.nodes)
@@ -202,8 +221,9 @@ class _Search:
     fixed or closed by probing (`_probe`), then split on one session's surviving placements."""
 
     def __init__(self, size: tuple[int, ...], step: int, deadline: Deadline | None,
-                 polish: Callable[[dict[int, int]], tuple[dict[int, int], int]]) -> None:
+                 polish: Callable[[dict[int, int]], tuple[dict[int, int], int]], ceiling: float) -> None:
         self.size, self.step, self.deadline, self.polish = size, step, deadline, polish
+        self.ceiling = ceiling  # a bound on K proven apart from this search (planner/k_nested.py, k_bins.py)
         self.best_value, self.best_placement = -1, {}
         self.polished = True  # the best placement is a refill's output: polishing it again gains nothing
         self.iterations = self.nodes = 0
@@ -218,7 +238,9 @@ class _Search:
             self.best_value, self.best_placement, self.polished = value, placement, True
 
     def stopped(self) -> bool:
-        return self.nodes >= _NODES or (self.deadline is not None and self.deadline.passed())
+        """Out of nodes or time, or the best placement reaches the ceiling (nothing can beat it)."""
+        return (self.nodes >= _NODES or self.best_value >= self.ceiling
+                or (self.deadline is not None and self.deadline.passed()))
 
     def node(self, sub: _Sub, lam: dict[int, float], iterations: int) -> int:
         """Search `sub`; returns a bound on the K it left unsettled (-1 when settled)."""
