@@ -1,4 +1,4 @@
-"""Bounded waiting: a request that has waited `max_wait_s` in the pool is admitted before the value triple.
+"""Bounded waiting: no request waits in the pool past `max_wait_s`; from half of it, it goes first.
 
 The paper's objective (K, R, T) has no notion of time spent waiting. A cold session (k = 0) loses every
 plan to warm ones, and it may interrupt no holder whose decayed credit still rounds above zero (the
@@ -6,8 +6,10 @@ interrupt rule must raise Σ v): measured live, ~5% of requests waited minutes, 
 holder that sends no tool events waited without end (issue 17). The bound is applied before the value
 triple, so the objective keeps deciding every admission that is not overdue:
 
-1. Overdue: a waiting session whose request is here (`has_request`) and has waited at least
-   `params.max_wait_s` (since `waiting_since`, else `arrived_at`). Served oldest first.
+1. Overdue: a waiting session whose request is here (`has_request`) and has waited at least half of
+   `params.max_wait_s` (since `waiting_since`, else `arrived_at`). Served oldest first. The bound is the
+   limit, half of it is where the bound starts to act: the other half is the time it may take to find
+   room without a release chain (rule 2).
 2. On each eligible node whose capacity can hold it, the candidate release is the shortest prefix of
    that node's acting holders, lowest kept value first (interrupts.py's order), after which it fits;
    no release where it already fits. Value does not veto the release: the bound outranks the triple.
@@ -17,11 +19,14 @@ triple, so the objective keeps deciding every admission that is not overdue:
    for good (`returns_at` within ±bound) stopped the loop but broke the bound: behind holders that all
    come back within a minute a request waited 1,149 s (terminal-bench, 64 workers, 2 replicas). So the
    protection shrinks as the request's wait grows: at wait w the holders predicted back within
-   ±(2·bound − w) are kept, none once w reaches 2·bound. The longer a request has waited, the sooner
+   ±(bound − w) are kept, none once w reaches the bound. The longer a request has waited, the sooner
    a holder it may displace comes back: one due back within seconds yields only to a request that
-   waited nearly 2·bound, so chains of displacements are slow and rare (measured below). Hence the
-   hard limit: no request waits past 2·bound plus, on a node full of running requests, the
-   time they take to finish (rule 4).
+   waited nearly the bound, so chains of displacements are slow and rare. Hence the hard limit: no
+   request waits past the bound plus, on a node full of running requests, the time they take to finish
+   (rule 4). Until issue 17's tail work the bound began to act at `max_wait_s` and the protection ended
+   at 2·`max_wait_s`: the waits of interrupted sessions piled up just under twice the configured figure
+   (swe-lite, 64 workers, bound 60 s: p99 TTFT 113 s; live, 32 workers: p99 65 s, above the cache-aware
+   router's 42 s). The same mechanism at half the scale is what the setting now names.
 3. The node with the fewest released tokens wins, then the highest credit, then snapshot order.
 4. An overdue session that fits nowhere, even with every acting holder released (the node is full of
    running requests), reserves its best node: its acting holders are released all the same, and no
@@ -59,11 +64,11 @@ def waited(snapshot: Snapshot, session: SessionView) -> float:
 
 
 def overdue(snapshot: Snapshot) -> list[SessionView]:
-    """Waiting sessions with a request that reached the bound, longest wait first (ties by id)."""
+    """Waiting sessions with a request that waited half the bound, longest wait first (ties by id)."""
     bound = snapshot.params.max_wait_s
     if bound is None:
         return []
-    late = [s for s in snapshot.waiting if s.has_request and waited(snapshot, s) >= bound]
+    late = [s for s in snapshot.waiting if s.has_request and waited(snapshot, s) >= bound / 2]
     return sorted(late, key=lambda s: (-waited(snapshot, s), s.id))
 
 
@@ -139,9 +144,9 @@ def _with_free(node: NodeState, free_tokens: int) -> NodeState:
 
 
 def _protected(snapshot: Snapshot, holder: SessionView, wait: float) -> bool:
-    """Kept from a request that has waited `wait` s: predicted back within ±(2·bound − wait) (rule 2)."""
+    """Kept from a request that has waited `wait` s: predicted back within ±(bound − wait) (rule 2)."""
     bound = snapshot.params.max_wait_s
     if bound is None or holder.returns_at is None:
         return False
-    window = 2 * bound - wait
+    window = bound - wait
     return -window <= holder.returns_at - snapshot.now < window

@@ -98,7 +98,8 @@ async def test_interrupt_under_pressure_admits_the_ready_session(start_cluster: 
 
 async def test_a_request_behind_a_silent_holder_is_served_at_the_wait_bound(start_cluster: Any) -> None:
     """Issue 16 #3: A is a generic OpenAI client (no tool events) holding the only room; B was never served
-    while A stayed quiet. With a 2 s bound B is admitted once it has waited 2 s, and the state says so."""
+    while A stayed quiet. With a 2 s bound B is admitted after 1 to 2 s (the bound acts from half of it),
+    and the state says so."""
     cluster = await start_cluster(replicas=1, capacity_tokens=3200, overrides={"planner.max_wait_s": 2.0})
     assert await one_request(cluster, "A", "x " * 2000)
     # A's report (its real prompt size) reaches the coordinator after the client has its answer; before
@@ -116,7 +117,7 @@ async def test_a_request_behind_a_silent_holder_is_served_at_the_wait_bound(star
             waits = (await response.json())["pool_wait"]
         async with http.get(cluster.coordinator_url + "/metrics") as response:
             metrics = await response.text()
-    assert waits["bound_s"] == 2.0 and waits["max_s"] >= 2.0 and waits["oldest_s"] == 0.0
+    assert waits["bound_s"] == 2.0 and waits["max_s"] >= 1.0 and waits["oldest_s"] == 0.0
     assert "tao_pool_wait_bound_seconds 2.0" in metrics and "tao_pool_waits_over_bound" in metrics
 
 

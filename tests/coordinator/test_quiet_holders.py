@@ -45,7 +45,7 @@ def test_the_pool_wait_counts_from_the_request_not_from_the_interrupt() -> None:
 
 def test_a_request_behind_a_silent_holder_is_served_once_it_reaches_the_bound() -> None:
     """Issue 16 #3: a generic client holds the only room and never reports a tool; the cold request
-    behind it waited without end. With the bound it is admitted at the first plan past it."""
+    behind it waited without end. With the bound it is admitted before the bound, from half of it."""
     planner = PlannerConfig(max_wait_s=30.0)
     state = make_state(capacity=9000, nodes=1, planner=planner)
     policy = get_policy("tao", planner)
@@ -60,7 +60,7 @@ def test_a_request_behind_a_silent_holder_is_served_once_it_reaches_the_bound() 
             admitted_at = now
             assert result.interrupted == ("silent",) and result.admitted[0].session == "cold"
             break
-    assert admitted_at is not None and admitted_at - 1.0 <= 31.0
+    assert admitted_at is not None and 15.0 <= admitted_at - 1.0 <= 30.0
 
 
 def test_without_a_bound_the_same_request_waits_while_the_holder_keeps_credit() -> None:
