@@ -37,6 +37,7 @@ from tao_harness.coordinator.inputs import MAX_WAIT_S, BadRequest, field, parse_
 from tao_harness.coordinator.metrics import CoordinatorMetrics
 from tao_harness.coordinator.records import SessionStateError
 from tao_harness.coordinator.service import Coordinator
+from tao_harness.planner.k_dual import warm_up
 from tao_harness.events import EventError, events_from_body
 from tao_harness.store.limits import MAX_HARNESS_CHARS, fit_json
 
@@ -256,11 +257,13 @@ def build_app(coordinator: Coordinator, token: str | None = None) -> web.Applica
                     except Exception:
                         log.exception("replica poll failed")
 
+            # the planner's compiled kernels loaded beside the first plans, not in the first one's time
+            warm = asyncio.create_task(asyncio.to_thread(warm_up))
             tasks = [asyncio.create_task(coordinator.planning_loop()), asyncio.create_task(poll_forever())]
             yield
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*tasks, warm, return_exceptions=True)
             if coordinator.writer is not None:
                 await asyncio.to_thread(coordinator.writer.close)
 

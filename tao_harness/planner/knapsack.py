@@ -1,77 +1,115 @@
-"""The exact 0-1 knapsack of one node over float profits: the K level's inner step (planner/lagrange.py,
-once per node per Lagrangian step, profits k − λ) and its node-by-node fills (planner/fill.py)."""
+"""The exact 0-1 knapsack of one node over float profits: the K level's inner step (planner/k_dual.py,
+once per node per Lagrangian step, profits k − λ) and its node-by-node fills (planner/fill.py).
+
+Compiled with numba (`knapsack_kernel`): the Lagrangian solves thousands of these per hard snapshot,
+and in Python their bookkeeping, not the DP, was most of the planner's time. numba caches the machine
+code beside this file (or in the user's cache when that is read-only); the first call of a new install
+compiles it, about a second.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 _EPS = 1e-6  # float slack in the reduction's comparisons (profits are integers minus multipliers)
 
 
 def knapsack(items: list[int], size: tuple[int, ...], profit: dict[int, float], room: int
              ) -> tuple[float, list[int]]:
-    """The most profit of a subset of `items` (positive profits only) within `room`, and that subset.
+    """The most profit of a subset of `items` (positive profits only) within `room`, and that subset."""
+    if not items:
+        return 0.0, []
+    value, take = knapsack_kernel(np.array([size[i] for i in items], dtype=np.int64),
+                                  np.array([profit[i] for i in items], dtype=np.float64), room)
+    return value, [i for i, taken in zip(items, take) if taken]
+
+
+@njit(cache=True)
+def knapsack_kernel(size: np.ndarray, profit: np.ndarray, room: int) -> tuple[float, np.ndarray]:
+    """The exact knapsack of items j (`size[j]` int64, `profit[j]` float64) within `room`: its value and
+    which items it takes (items of profit ≤ 0 never).
 
     Dembo-Hammer reduction first: with the greedy (ratio order) value as a lower bound and the break
     item's ratio r*, an item whose fractional bound when left out, U − p + r*·w, falls below it is in
     every optimum, one whose bound when forced in, U + p − r*·w, falls below it is in none; the
-    capacity DP (numpy) runs over the rest only."""
-    items = [i for i in items if profit[i] > 0 and size[i] <= room]
-    if sum(size[i] for i in items) <= room:
-        return float(sum(profit[i] for i in items)), items
-    fixed, free, room = _reduce(items, size, profit, room)
-    # "best within c" over the items so far is flat past their total size (`reach`): only [w, reach + w]
-    # changes with an item of size w, smallest items first; past it, read the table at its end
-    best = np.zeros(room + 1)
-    taken = []
+    capacity DP runs over the rest only, smallest first, each item writing only the capacities its
+    predecessors' total size reaches."""
+    n = size.shape[0]
+    take = np.zeros(n, dtype=np.bool_)
+    candidates = np.empty(n, dtype=np.int64)
+    count, total, value = 0, 0, 0.0
+    for j in range(n):
+        if profit[j] > 0 and size[j] <= room:
+            candidates[count] = j
+            count += 1
+            total += size[j]
+    candidates = candidates[:count]
+    if total <= room:
+        for j in candidates:
+            take[j] = True
+            value += profit[j]
+        return value, take
+    ratio = np.empty(count)
+    for k in range(count):
+        ratio[k] = -profit[candidates[k]] / max(size[candidates[k]], 1e-9)
+    order = candidates[np.argsort(ratio, kind="mergesort")]
+    used, upper, brk = 0, 0.0, count
+    for k in range(count):
+        j = order[k]
+        if used + size[j] > room:
+            brk = k
+            upper += profit[j] * (room - used) / size[j]
+            break
+        used += size[j]
+        upper += profit[j]
+    break_ratio = profit[order[brk]] / size[order[brk]]
+    lower, left = 0.0, room
+    for j in order:  # greedy past the break item: a feasible value
+        if size[j] <= left:
+            lower += profit[j]
+            left -= size[j]
+    free = np.empty(count, dtype=np.int64)
+    free_count, cap = 0, room
+    for k in range(count):
+        j = order[k]
+        if k < brk and upper - profit[j] + break_ratio * size[j] < lower - _EPS:
+            take[j] = True
+            value += profit[j]
+            cap -= size[j]
+        elif k < brk or upper + profit[j] - break_ratio * size[j] >= lower - _EPS:
+            free[free_count] = j
+            free_count += 1
+    free = free[:free_count]
+    free = free[np.argsort(size[free], kind="mergesort")]
+    best = np.zeros(cap + 1)
+    took = np.zeros((free_count, cap + 1), dtype=np.bool_)
+    tops = np.full(free_count, -1, dtype=np.int64)
     reach = 0
-    for i in sorted(free, key=lambda i: size[i]):
-        w = size[i]
-        if w > room:
+    for t in range(free_count):
+        j = free[t]
+        w, p = size[j], profit[j]
+        if w > cap:
             continue
         if w == 0:
-            best += profit[i]
-            taken.append((i, None, room))
+            take[j] = True
+            value += p
             continue
-        top = min(room, reach + w)
-        best[reach + 1:top + 1] = best[reach]  # the flat part this item reaches, unwritten until now
-        cand = best[:top + 1 - w] + profit[i]
-        take = cand > best[w:top + 1]
-        np.maximum(best[w:top + 1], cand, out=best[w:top + 1])
-        taken.append((i, take, top))
+        top = min(cap, reach + w)
+        for c in range(reach + 1, top + 1):  # "best within c" is flat past the items' total size
+            best[c] = best[reach]
+        for c in range(top, w - 1, -1):
+            if best[c - w] + p > best[c]:
+                best[c] = best[c - w] + p
+                took[t, c] = True
+        tops[t] = top
         reach = top
-    chosen, c = list(fixed), room
-    for i, take, top in reversed(taken):
-        c = min(c, top)
-        if take is None:
-            chosen.append(i)
-        elif c >= size[i] and take[c - size[i]]:
-            chosen.append(i)
-            c -= size[i]
-    return float(best[reach]) + sum(profit[i] for i in fixed), chosen
-
-
-def _reduce(items: list[int], size: tuple[int, ...], profit: dict[int, float], room: int
-            ) -> tuple[list[int], list[int], int]:
-    """Items in every optimum, items still open, and the room the open ones share (see `knapsack`)."""
-    order = sorted(items, key=lambda i: -profit[i] / max(size[i], 1e-9))
-    used, upper, brk = 0, 0.0, len(order)
-    for k, i in enumerate(order):
-        if used + size[i] > room:
-            brk = k
-            upper += profit[i] * (room - used) / size[i]
-            break
-        used += size[i]
-        upper += profit[i]
-    ratio = profit[order[brk]] / size[order[brk]]
-    lower, left = 0.0, room
-    for i in order:  # greedy past the break item: a feasible value
-        if size[i] <= left:
-            lower += profit[i]
-            left -= size[i]
-    fixed: list[int] = []
-    free: list[int] = []
-    for i in order[:brk]:
-        (fixed if upper - profit[i] + ratio * size[i] < lower - _EPS else free).append(i)
-    free += [i for i in order[brk:] if upper + profit[i] - ratio * size[i] >= lower - _EPS]
-    return fixed, free, room - sum(size[i] for i in fixed)
+    c = cap
+    for t in range(free_count - 1, -1, -1):
+        if tops[t] < 0:
+            continue
+        c = min(c, tops[t])
+        if took[t, c]:
+            take[free[t]] = True
+            c -= size[free[t]]
+    return value + best[reach], take

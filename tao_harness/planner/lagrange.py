@@ -49,10 +49,10 @@ import numpy as np
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.fill import node_fills
 from tao_harness.planner.improve import Improver
+from tao_harness.planner.k_dual import EPS, DualArrays, dual_steps, forced_tables
 from tao_harness.planner.k_bins import complete_flat
 from tao_harness.planner.k_lp import KRelaxation, k_relaxation
 from tao_harness.planner.k_nested import k_ceiling
-from tao_harness.planner.knapsack import knapsack
 from tao_harness.planner.shift import reshuffle, shift_in
 from tao_harness.planner.problem import Packer, Problem, total_value
 
@@ -65,8 +65,6 @@ _RESHUFFLE_SHARE = 0.7  # of the K level's time left, for them
 _NODES = 400  # sub-problems bounded at most (the caller's deadline usually ends the search first)
 _STEP0 = 1.5  # the first subgradient step, as a share of the Polyak step toward the incumbent
 
-_STALL = 4  # steps without a better bound before the step size halves
-_EPS = 1e-6  # float slack when flooring the bound (profits are integers below 2^53)
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +228,7 @@ class _Search:
 
     def floor(self, bound: float) -> int:
         """The largest K a placement can have at most `bound`: every K is a multiple of `step`."""
-        return math.floor(bound + _EPS) // self.step * self.step
+        return math.floor(bound + EPS) // self.step * self.step
 
     def offer(self, placement: dict[int, int], value: int) -> None:
         """A refilled placement (as far as its deadline allowed) and its K, kept when better than the best."""
@@ -279,53 +277,20 @@ class _Search:
         return unsettled
 
     def dual(self, sub: _Sub, lam: dict[int, float], iterations: int) -> tuple[int, dict[int, float]]:
-        """Subgradient steps on the multipliers of `sub`'s shared sessions; the best bound found (floored)
-        and its multipliers. Every knapsack choice is repaired into a placement for the incumbent."""
-        nodes_of = sub.nodes_of()
-        shared = [i for i, bs in nodes_of.items() if len(bs) > 1]
-        lam = {i: lam.get(i, 0.0) for i in shared}  # a session open on one node is best at λ = 0
-        # the repair's orders do not depend on λ: sorted once for all the steps
-        ranked = {i: sorted(bs, key=lambda b: (-sub.credit[b][i], b)) for i, bs in nodes_of.items()}
-        by_credit = sorted(nodes_of, key=lambda i: (-sub.credit[ranked[i][0]][i], i))
-        solved: list[tuple[float, list[int]] | None] = [None] * len(sub.credit)
-        best_bound, best_lam = math.inf, dict(lam)
-        step, stall = _STEP0, 0
-        for _ in range(iterations):
-            self.iterations += 1
-            for b, column in enumerate(sub.credit):
-                if solved[b] is None:
-                    solved[b] = knapsack(list(column), self.size,
-                                         {i: k - lam.get(i, 0.0) for i, k in column.items()}, sub.room[b])
-            bound = sub.fixed_value + sum(lam.values()) + sum(s[0] for s in solved)  # type: ignore[index]
-            if bound < best_bound - _EPS:
-                best_bound, best_lam, stall = bound, dict(lam), 0
-            else:
-                stall += 1
-            chosen_on: dict[int, list[int]] = {}
-            for b, (_, chosen) in enumerate(solved):  # type: ignore[misc]
-                for i in chosen:
-                    chosen_on.setdefault(i, []).append(b)
-            placement = _repair(sub, self.size, ranked, by_credit, chosen_on)
-            value = sub.fixed_value + sum(sub.credit[b][i] for i, b in placement.items())
-            if value > self.best_value:
-                self.best_value, self.best_placement, self.polished = value, {**sub.fixed, **placement}, False
-            if self.floor(best_bound) <= self.best_value or self.stopped():
-                break
-            # subgradient of L at λ: 1 − (knapsacks choosing i)
-            grad = {i: 1 - len(chosen_on.get(i, ())) for i in shared}
-            norm = sum(g * g for g in grad.values())
-            if norm == 0:
-                break  # no conflict, every priced session chosen once: L is attained by the placement
-            if stall >= _STALL:
-                step, stall = step / 2, 0
-            move = step * max(bound - self.best_value, 1.0) / norm
-            for i, g in grad.items():
-                new = max(0.0, lam[i] - move * g)
-                if new != lam[i]:
-                    lam[i] = new
-                    for b in nodes_of[i]:
-                        solved[b] = None
-        return self.floor(best_bound), best_lam
+        """Subgradient steps on the multipliers of `sub`'s shared sessions (planner/k_dual.py); the best
+        bound found (floored) and its multipliers. The best repaired knapsack choice is offered as the
+        incumbent."""
+        arrays = DualArrays.of(sub.credit, sub.room, self.size)
+        start = np.array([lam.get(int(i), 0.0) if shared else 0.0 for i, shared in zip(arrays.sessions, arrays.shared)])
+        outcome = dual_steps(arrays, start, iterations, sub.fixed_value, self.best_value, self.step, _STEP0,
+                             self.ceiling)
+        self.iterations += outcome.steps
+        if outcome.placement is not None:
+            self.best_value = sub.fixed_value + outcome.value
+            self.best_placement, self.polished = {**sub.fixed, **outcome.placement}, False
+        best_lam = {int(i): float(x) for i, x, shared in zip(arrays.sessions, outcome.multipliers, arrays.shared)
+                    if shared}
+        return outcome.bound, best_lam
 
     def _probe(self, sub: _Sub, lam: dict[int, float]) -> _Sub | list[tuple[int, int, int | None]] | None:
         """Bound, at multipliers `lam`, every way to place each session: on one of its open nodes, or on
@@ -334,8 +299,7 @@ class _Search:
         changed sub-problem when something was closed or fixed, else the ways of the session to split
         on as (bound, session, node or None), highest bound first."""
         nodes_of = sub.nodes_of()
-        tables = [_forced(list(column), self.size, {i: k - lam.get(i, 0.0) for i, k in column.items()},
-                          sub.room[b]) for b, column in enumerate(sub.credit)]
+        tables = [_forced(column, self.size, lam, sub.room[b]) for b, column in enumerate(sub.credit)]
         total = sub.fixed_value + sum(lam.values()) + sum(t[0] for t in tables)
         place: dict[int, int | None] = {}
         drop: set[tuple[int, int]] = set()
@@ -398,53 +362,15 @@ def _ambiguity(ways: list[tuple[int, int, int | None]]) -> tuple[int, int]:
     return (len(bounds), bounds[1] if len(bounds) > 1 else -1)
 
 
-def _forced(items: list[int], size: tuple[int, ...], profit: dict[int, float], room: int
+def _forced(column: dict[int, int], size: tuple[int, ...], lam: dict[int, float], room: int
             ) -> tuple[float, dict[int, float], dict[int, float]]:
-    """KP (the knapsack of `items` within `room`), and per item the knapsack with it forced in and
-    forced out: forward and backward tables over the items, joined around each one."""
-    forward = [np.zeros(room + 1)]
-    for i in items:
-        forward.append(_add(forward[-1], size[i], profit[i]))
-    backward = [np.zeros(room + 1)]
-    for i in reversed(items):
-        backward.append(_add(backward[-1], size[i], profit[i]))
-    backward.reverse()  # backward[j]: items[j:]
-    forced_in, forced_out = {}, {}
-    for j, i in enumerate(items):
-        before, after = forward[j], backward[j + 1]
-        forced_out[i] = float((before + after[::-1]).max())
-        free = room - size[i]
-        forced_in[i] = profit[i] + float((before[:free + 1] + after[free::-1]).max())
-    return float(forward[-1][room]), forced_in, forced_out
-
-
-def _add(table: np.ndarray, w: int, p: float) -> np.ndarray:
-    """The "best within c" table with one more item (size w ≤ len − 1, profit p)."""
-    if p <= 0:
-        return table
-    out = table.copy()
-    if w == 0:
-        return out + p
-    np.maximum(out[w:], table[:-w] + p, out=out[w:])
-    return out
-
-
-def _repair(sub: _Sub, size: tuple[int, ...], ranked: dict[int, list[int]], by_credit: list[int],
-            chosen_on: dict[int, list[int]]) -> dict[int, int]:
-    """A feasible placement of `sub`'s open sessions from the knapsacks' choices: a session chosen on
-    several nodes stays on its best one; then the sessions no node kept go, highest credit first
-    (`by_credit`), to their best node with room. `ranked[i]`: session i's open nodes, best first."""
-    placement = {i: next(b for b in ranked[i] if b in bs) for i, bs in chosen_on.items()}
-    left = list(sub.room)
-    for i, b in placement.items():
-        left[b] -= size[i]
-    for i in by_credit:
-        if i not in placement:
-            b = next((b for b in ranked[i] if left[b] >= size[i]), None)
-            if b is not None:
-                placement[i] = b
-                left[b] -= size[i]
-    return placement
+    """KP of one node's open pairs at profits k − λ, and per session the knapsack with it forced in and
+    forced out (planner/k_dual.py)."""
+    items = list(column)
+    value, forced_in, forced_out = forced_tables(
+        np.array([size[i] for i in items], dtype=np.int64),
+        np.array([k - lam.get(i, 0.0) for i, k in column.items()], dtype=np.float64), room)
+    return value, dict(zip(items, forced_in.tolist())), dict(zip(items, forced_out.tolist()))
 
 
 def _k_only(problem: Problem, credit: list[dict[int, int]]) -> Problem:

@@ -1,0 +1,231 @@
+"""The Lagrangian K level's subgradient steps (planner/lagrange.py), compiled with numba.
+
+A K sub-problem is laid out as arrays: its open pairs grouped by node (`DualArrays.pair_*`, node b's
+pairs at `node_start[b]:node_start[b + 1]`), and per session the same pairs ranked best credit first
+(`rank_*`). Each step solves the knapsacks whose profits k − λ changed (planner/knapsack.py), bounds K
+by L(λ), repairs the knapsacks' choices into a placement, and moves the shared sessions' multipliers
+along the subgradient. Steps are a few tens of microseconds here, against about a millisecond as Python
+dictionaries, and the hard snapshots take hundreds of them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from tao_harness.planner.knapsack import knapsack_kernel
+
+STALL = 4  # steps without a better bound before the step size halves
+EPS = 1e-6  # float slack when flooring the bound (profits are integers below 2^53)
+
+
+@dataclass(frozen=True, slots=True)
+class DualArrays:
+    """A K sub-problem's open pairs, as the kernel reads them. Sessions are numbered 0..n−1 here
+    (`sessions[s]`: the problem's session index)."""
+
+    sessions: np.ndarray  # int64[n]: the problem's session of each local session
+    size: np.ndarray  # int64[n]: its size, quanta
+    room: np.ndarray  # int64[m]: the rooms left
+    node_start: np.ndarray  # int64[m + 1]: node b's pairs are pair_session[node_start[b]:node_start[b + 1]]
+    pair_session: np.ndarray  # int64[P]: the local session of each pair
+    pair_credit: np.ndarray  # float64[P]: its credit k
+    rank_start: np.ndarray  # int64[n + 1]: session s's pairs, best credit first (then lower node), are
+    rank_pair: np.ndarray  # int64[P]: rank_pair[rank_start[s]:rank_start[s + 1]] (indices into pair_*)
+    pair_node: np.ndarray  # int64[P]: the node of each pair
+    by_credit: np.ndarray  # int64[n]: sessions by best credit, highest first: the repair's order
+    shared: np.ndarray  # bool[n]: open on several nodes (only these carry a multiplier)
+
+    @classmethod
+    def of(cls, credit: list[dict[int, int]], room: list[int], size: tuple[int, ...]) -> DualArrays:
+        """The arrays of open pairs `credit[b]` (session -> k) within rooms `room`."""
+        sessions = sorted({i for column in credit for i in column})
+        local = {i: s for s, i in enumerate(sessions)}
+        pairs = [(local[i], b, k) for b, column in enumerate(credit) for i, k in column.items()]
+        node_start = np.zeros(len(credit) + 1, dtype=np.int64)
+        for _, b, _ in pairs:
+            node_start[b + 1] += 1
+        ranked = sorted(range(len(pairs)), key=lambda p: (pairs[p][0], -pairs[p][2], pairs[p][1]))
+        rank_start = np.zeros(len(sessions) + 1, dtype=np.int64)
+        for s, _, _ in pairs:
+            rank_start[s + 1] += 1
+        best = {}
+        for p in ranked:
+            best.setdefault(pairs[p][0], pairs[p][2])
+        return cls(
+            sessions=np.array(sessions, dtype=np.int64),
+            size=np.array([size[i] for i in sessions], dtype=np.int64),
+            room=np.array(room, dtype=np.int64),
+            node_start=np.cumsum(node_start),
+            pair_session=np.array([s for s, _, _ in pairs], dtype=np.int64),
+            pair_credit=np.array([k for _, _, k in pairs], dtype=np.float64),
+            rank_start=np.cumsum(rank_start),
+            rank_pair=np.array(ranked, dtype=np.int64),
+            pair_node=np.array([b for _, b, _ in pairs], dtype=np.int64),
+            by_credit=np.array(sorted(range(len(sessions)), key=lambda s: (-best[s], sessions[s])), dtype=np.int64),
+            shared=np.diff(np.cumsum(rank_start)) > 1,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DualOutcome:
+    """What the steps established: the best bound (floored), its multipliers, and the best placement
+    the repairs found when it beats the incumbent given."""
+
+    bound: int
+    multipliers: np.ndarray  # float64[n], 0 for sessions open on one node
+    steps: int
+    placement: dict[int, int] | None  # problem session -> node, the open sessions only
+    value: int  # its K over the open pairs (without the sub-problem's fixed value)
+
+
+def dual_steps(arrays: DualArrays, lam: np.ndarray, iterations: int, fixed_value: int, best_value: int,
+               step: int, first_step: float, ceiling: float) -> DualOutcome:
+    """Up to `iterations` subgradient steps from multipliers `lam`, stopping once the bound reaches the
+    incumbent `best_value` (K of the whole sub-problem, fixed part included) or a placement reaches
+    `ceiling`. `step`: every K is a multiple of it."""
+    bound, best_lam, steps, placement, value = _steps(
+        arrays.size, arrays.room, arrays.node_start, arrays.pair_session, arrays.pair_credit, arrays.rank_start,
+        arrays.rank_pair, arrays.pair_node, arrays.by_credit, arrays.shared, lam.copy(), iterations,
+        float(fixed_value), float(best_value), float(step), first_step, float(min(ceiling, 2.0 ** 62)))
+    found = None
+    if value + fixed_value > best_value:
+        found = {int(arrays.sessions[s]): int(b) for s, b in enumerate(placement) if b >= 0}
+    floored = math.floor(bound + EPS) // step * step if bound < math.inf else math.inf
+    return DualOutcome(floored, best_lam, steps, found, int(round(value)))
+
+
+@njit(cache=True)
+def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, by_credit,
+           shared, lam, iterations, fixed_value, best_value, step, first_step, ceiling):  # pragma: no cover
+    m, n, pairs = room.shape[0], size.shape[0], pair_session.shape[0]
+    chosen = np.zeros(pairs, dtype=np.bool_)
+    node_value = np.zeros(m)
+    dirty = np.ones(m, dtype=np.bool_)
+    best_bound, best_lam = np.inf, lam.copy()
+    best_placement = np.full(n, -1, dtype=np.int64)
+    best_found = -1.0  # K of best_placement over the open pairs
+    placement = np.full(n, -1, dtype=np.int64)
+    count = np.zeros(n, dtype=np.int64)
+    left = np.empty(m, dtype=np.int64)
+    move_size, stall, steps = first_step, 0, 0
+    for _ in range(iterations):
+        steps += 1
+        for b in range(m):
+            if dirty[b]:
+                lo, hi = node_start[b], node_start[b + 1]
+                sizes = np.empty(hi - lo, dtype=np.int64)
+                profits = np.empty(hi - lo)
+                for p in range(lo, hi):
+                    sizes[p - lo] = size[pair_session[p]]
+                    profits[p - lo] = pair_credit[p] - lam[pair_session[p]]
+                node_value[b], take = knapsack_kernel(sizes, profits, room[b])
+                chosen[lo:hi] = take
+                dirty[b] = False
+        bound = fixed_value + node_value.sum()
+        for s in range(n):
+            if shared[s]:
+                bound += lam[s]
+        if bound < best_bound - EPS:
+            best_bound, best_lam, stall = bound, lam.copy(), 0
+        else:
+            stall += 1
+        # repair: a session chosen on several nodes stays on its best; the others, highest credit first,
+        # go to their best node with room
+        count[:] = 0
+        placement[:] = -1
+        left[:] = room
+        value = 0.0
+        for s in range(n):
+            for r in range(rank_start[s], rank_start[s + 1]):
+                p = rank_pair[r]
+                if chosen[p]:
+                    count[s] += 1
+                    if placement[s] < 0:
+                        placement[s] = pair_node[p]
+                        left[pair_node[p]] -= size[s]
+                        value += pair_credit[p]
+        for s in by_credit:
+            if placement[s] < 0:
+                for r in range(rank_start[s], rank_start[s + 1]):
+                    p = rank_pair[r]
+                    if left[pair_node[p]] >= size[s]:
+                        placement[s] = pair_node[p]
+                        left[pair_node[p]] -= size[s]
+                        value += pair_credit[p]
+                        break
+        if value > best_found:
+            best_found = value
+            best_placement[:] = placement
+            if fixed_value + value > best_value:
+                best_value = fixed_value + value
+        if math.floor(best_bound + EPS) // step * step <= best_value or best_value >= ceiling:
+            break
+        norm = 0.0
+        for s in range(n):
+            if shared[s]:
+                norm += (1 - count[s]) ** 2
+        if norm == 0:
+            break  # no conflict, every priced session chosen once: L is attained by the placement
+        if stall >= STALL:
+            move_size, stall = move_size / 2, 0
+        move = move_size * max(bound - best_value, 1.0) / norm
+        for s in range(n):
+            if shared[s]:
+                new = max(0.0, lam[s] - move * (1 - count[s]))
+                if new != lam[s]:
+                    lam[s] = new
+                    for r in range(rank_start[s], rank_start[s + 1]):
+                        dirty[pair_node[rank_pair[r]]] = True
+    return best_bound, best_lam, steps, best_placement, best_found
+
+
+@njit(cache=True)
+def forced_tables(size: np.ndarray, profit: np.ndarray, room: int) -> tuple[float, np.ndarray, np.ndarray]:
+    """KP (the knapsack of items j, `size[j]` int64 and `profit[j]` float64, within `room`), and per item
+    the knapsack with it forced in and forced out: "best within c" tables forward and backward over the
+    items, joined around each one (items of profit ≤ 0 are never taken unless forced in)."""
+    n = size.shape[0]
+    forward = np.zeros((n + 1, room + 1))
+    backward = np.zeros((n + 1, room + 1))  # backward[j]: items j..n−1
+    for j in range(n):
+        _add(forward[j], forward[j + 1], size[j], profit[j])
+    for j in range(n - 1, -1, -1):
+        _add(backward[j + 1], backward[j], size[j], profit[j])
+    forced_in, forced_out = np.empty(n), np.empty(n)
+    for j in range(n):
+        before, after = forward[j], backward[j + 1]
+        out = -np.inf
+        for c in range(room + 1):
+            out = max(out, before[c] + after[room - c])
+        forced_out[j] = out
+        free = room - size[j]
+        best_in = -np.inf
+        for c in range(free + 1):
+            best_in = max(best_in, before[c] + after[free - c])
+        forced_in[j] = profit[j] + best_in
+    return forward[n, room], forced_in, forced_out
+
+
+@njit(cache=True)
+def _add(table: np.ndarray, out: np.ndarray, w: int, p: float) -> None:  # pragma: no cover
+    """`out`: the "best within c" table `table` with one more item (size w ≤ room, profit p)."""
+    out[:] = table
+    if p <= 0:
+        return
+    for c in range(w, table.shape[0]):
+        if table[c - w] + p > out[c]:
+            out[c] = table[c - w] + p
+
+
+def warm_up() -> None:
+    """Load (or, on a new install, compile) the kernels now: the first call costs about a second, which a
+    live coordinator should not add to its first plan (it calls this in a thread at start-up)."""
+    size, profit = np.array([1, 2], dtype=np.int64), np.array([1.0, 2.0])
+    knapsack_kernel(size, profit, 2)
+    forced_tables(size, profit, 2)
+    arrays = DualArrays.of([{0: 1, 1: 2}, {1: 2}], [2, 2], (1, 2))
+    dual_steps(arrays, np.zeros(2), 1, 0, -1, 1, 1.0, math.inf)
