@@ -183,6 +183,102 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
     return best_bound, best_lam, steps, best_placement, best_found
 
 
+
+@dataclass(frozen=True, slots=True)
+class ProbeOutcome:
+    """What probing every way to place each session established (see `probe`)."""
+
+    settled: bool  # some session has no way left that beats the incumbent: nothing in the sub-problem does
+    place: dict[int, int | None]  # problem session -> the one way left (a node, or None: on none)
+    drop: set[tuple[int, int]]  # (problem session, node): ways closed
+    split: list[tuple[int, int, int | None]]  # the most ambiguous session's ways (bound, session, node or None)
+
+
+def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int, step: int) -> ProbeOutcome:
+    """Bound, at multipliers `lam`, every way to place each session: on one of its open nodes, or on
+    none (KP of each node with the session forced in or out). A way whose bound cannot beat `best_value`
+    is closed; a session with one way left is fixed to it; the session with the most ways left (then
+    the highest second-best bound) is the one to split on, ways highest bound first."""
+    settled, place, drop, split_session, way_bound = _probe(
+        arrays.size, arrays.room, arrays.node_start, arrays.pair_session, arrays.pair_credit, arrays.rank_start,
+        arrays.rank_pair, arrays.pair_node, arrays.shared, lam, float(fixed_value), float(best_value), float(step))
+    if settled:
+        return ProbeOutcome(True, {}, set(), [])
+    sessions = arrays.sessions.tolist()
+    fixed = {sessions[s]: (None if b < 0 else int(b)) for s, b in enumerate(place.tolist()) if b != _OPEN}
+    closed = {(sessions[int(arrays.pair_session[q])], int(arrays.pair_node[q])) for q in np.flatnonzero(drop)}
+    split: list[tuple[int, int, int | None]] = []
+    if split_session >= 0:
+        i = sessions[split_session]
+        lo, hi = arrays.rank_start[split_session], arrays.rank_start[split_session + 1]
+        ways = [(int(way_bound[r - lo]), i, int(arrays.pair_node[arrays.rank_pair[r]])) for r in range(lo, hi)]
+        ways.append((int(way_bound[hi - lo]), i, None))
+        split = sorted((w for w in ways if w[0] > best_value), key=lambda w: (-w[0], w[2] is None, w[2] or 0))
+    return ProbeOutcome(False, fixed, closed, split)
+
+
+_OPEN = -2  # a session's `place` in the probe kernel while it keeps several ways (-1: on none of its nodes)
+
+
+@njit(cache=True)
+def _probe(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, shared, lam,
+           fixed_value, best_value, step):  # pragma: no cover
+    m, n, pairs = room.shape[0], size.shape[0], pair_session.shape[0]
+    node_value = np.zeros(m)
+    forced_in, forced_out = np.zeros(pairs), np.zeros(pairs)
+    for b in range(m):
+        lo, hi = node_start[b], node_start[b + 1]
+        sizes = np.empty(hi - lo, dtype=np.int64)
+        profits = np.empty(hi - lo)
+        for q in range(lo, hi):
+            sizes[q - lo] = size[pair_session[q]]
+            profits[q - lo] = pair_credit[q] - lam[pair_session[q]]
+        node_value[b], took_in, took_out = forced_tables(sizes, profits, room[b])
+        forced_in[lo:hi] = took_in
+        forced_out[lo:hi] = took_out
+    total = fixed_value + node_value.sum()
+    for s in range(n):
+        if shared[s]:
+            total += lam[s]
+    place = np.full(n, _OPEN, dtype=np.int64)
+    drop = np.zeros(pairs, dtype=np.bool_)
+    split_session, split_ways, split_second = -1, 0, -np.inf
+    way_bound = np.empty(1)
+    for s in range(n):
+        lo, hi = rank_start[s], rank_start[s + 1]
+        bounds = np.empty(hi - lo + 1)
+        out_total = 0.0
+        for r in range(lo, hi):
+            q = rank_pair[r]
+            out_total += node_value[pair_node[q]] - forced_out[q]  # KP_b − KP_b without s
+        alive, alive_way, top, second = 0, -1, -np.inf, -np.inf
+        for r in range(lo, hi + 1):
+            if r < hi:
+                q = rank_pair[r]
+                b = pair_node[q]
+                loss_out = node_value[b] - forced_out[q]
+                raw = total - (node_value[b] - forced_in[q]) - (out_total - loss_out)
+            else:
+                raw = total - lam[s] - out_total
+            bound = np.floor(raw + EPS) // step * step
+            bounds[r - lo] = bound
+            if bound > best_value:
+                alive += 1
+                alive_way = r
+                if bound > top:
+                    top, second = bound, top
+                elif bound > second:
+                    second = bound
+            elif r < hi:
+                drop[rank_pair[r]] = True
+        if alive == 0:
+            return True, place, drop, -1, way_bound
+        if alive == 1:
+            place[s] = -1 if alive_way == hi else pair_node[rank_pair[alive_way]]
+        elif alive > split_ways or (alive == split_ways and second > split_second):
+            split_session, split_ways, split_second, way_bound = s, alive, second, bounds
+    return False, place, drop, split_session, way_bound
+
 @njit(cache=True)
 def forced_tables(size: np.ndarray, profit: np.ndarray, room: int) -> tuple[float, np.ndarray, np.ndarray]:
     """KP (the knapsack of items j, `size[j]` int64 and `profit[j]` float64, within `room`), and per item
@@ -223,9 +319,11 @@ def _add(table: np.ndarray, out: np.ndarray, w: int, p: float) -> None:  # pragm
 
 def warm_up() -> None:
     """Load (or, on a new install, compile) the kernels now: the first call costs about a second, which a
-    live coordinator should not add to its first plan (it calls this in a thread at start-up)."""
+    live coordinator should not add to its first plan (it calls this in a thread at start-up), nor a
+    benchmark to its first snapshot."""
     size, profit = np.array([1, 2], dtype=np.int64), np.array([1.0, 2.0])
     knapsack_kernel(size, profit, 2)
     forced_tables(size, profit, 2)
     arrays = DualArrays.of([{0: 1, 1: 2}, {1: 2}], [2, 2], (1, 2))
     dual_steps(arrays, np.zeros(2), 1, 0, -1, 1, 1.0, math.inf)
+    probe(arrays, np.zeros(2), 0, -1, 1)

@@ -49,7 +49,7 @@ import numpy as np
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.fill import node_fills
 from tao_harness.planner.improve import Improver
-from tao_harness.planner.k_dual import EPS, DualArrays, dual_steps, forced_tables
+from tao_harness.planner.k_dual import EPS, DualArrays, dual_steps, probe
 from tao_harness.planner.k_bins import complete_flat
 from tao_harness.planner.k_lp import KRelaxation, k_relaxation
 from tao_harness.planner.k_nested import k_ceiling
@@ -225,6 +225,7 @@ class _Search:
         self.best_value, self.best_placement = -1, {}
         self.polished = True  # the best placement is a refill's output: polishing it again gains nothing
         self.iterations = self.nodes = 0
+        self._arrays: tuple[_Sub, DualArrays] | None = None
 
     def floor(self, bound: float) -> int:
         """The largest K a placement can have at most `bound`: every K is a multiple of `step`."""
@@ -276,13 +277,18 @@ class _Search:
             unsettled = max(unsettled, self.node(child, lam, _CHILD_ITERATIONS))
         return unsettled
 
+    def arrays(self, sub: _Sub) -> DualArrays:
+        """`sub` laid out for the kernels; the last one kept (a node's steps and probes share it)."""
+        if self._arrays is None or self._arrays[0] is not sub:
+            self._arrays = (sub, DualArrays.of(sub.credit, sub.room, self.size))
+        return self._arrays[1]
+
     def dual(self, sub: _Sub, lam: dict[int, float], iterations: int) -> tuple[int, dict[int, float]]:
         """Subgradient steps on the multipliers of `sub`'s shared sessions (planner/k_dual.py); the best
         bound found (floored) and its multipliers. The best repaired knapsack choice is offered as the
         incumbent."""
-        arrays = DualArrays.of(sub.credit, sub.room, self.size)
-        start = np.array([lam.get(int(i), 0.0) if shared else 0.0 for i, shared in zip(arrays.sessions, arrays.shared)])
-        outcome = dual_steps(arrays, start, iterations, sub.fixed_value, self.best_value, self.step, _STEP0,
+        arrays = self.arrays(sub)
+        outcome = dual_steps(arrays, _multipliers(arrays, lam), iterations, sub.fixed_value, self.best_value, self.step, _STEP0,
                              self.ceiling)
         self.iterations += outcome.steps
         if outcome.placement is not None:
@@ -293,34 +299,17 @@ class _Search:
         return outcome.bound, best_lam
 
     def _probe(self, sub: _Sub, lam: dict[int, float]) -> _Sub | list[tuple[int, int, int | None]] | None:
-        """Bound, at multipliers `lam`, every way to place each session: on one of its open nodes, or on
-        none. A way whose bound cannot beat the best is closed; a session with one way left is fixed to
-        it. Returns None when some session has no way left (nothing in `sub` beats the best), the
-        changed sub-problem when something was closed or fixed, else the ways of the session to split
-        on as (bound, session, node or None), highest bound first."""
-        nodes_of = sub.nodes_of()
-        tables = [_forced(column, self.size, lam, sub.room[b]) for b, column in enumerate(sub.credit)]
-        total = sub.fixed_value + sum(lam.values()) + sum(t[0] for t in tables)
-        place: dict[int, int | None] = {}
-        drop: set[tuple[int, int]] = set()
-        split: list[tuple[int, int, int | None]] = []
-        for i, bs in nodes_of.items():
-            loss_out = {b: tables[b][0] - tables[b][2][i] for b in bs}  # KP_b − KP_b without i
-            out_total = sum(loss_out.values())
-            ways = [(self.floor(total - (tables[b][0] - tables[b][1][i]) - (out_total - loss_out[b])), i, b)
-                    for b in bs]
-            ways.append((self.floor(total - lam.get(i, 0.0) - out_total), i, None))
-            alive = [w for w in ways if w[0] > self.best_value]
-            if not alive:
-                return None
-            drop.update((i, b) for bound, _, b in ways if b is not None and bound <= self.best_value)
-            if len(alive) == 1:
-                place[i] = alive[0][2]
-            elif _ambiguity(alive) > _ambiguity(split):
-                split = alive
-        if place or drop:
-            return sub.changed(self.size, place, drop)
-        return sorted(split, key=lambda w: (-w[0], w[2] is None, w[2] or 0))
+        """Bound, at multipliers `lam`, every way to place each session (planner/k_dual.py). Returns None
+        when some session has no way left (nothing in `sub` beats the best), the changed sub-problem
+        when something was closed or fixed, else the ways of the session to split on as (bound,
+        session, node or None), highest bound first."""
+        arrays = self.arrays(sub)
+        outcome = probe(arrays, _multipliers(arrays, lam), sub.fixed_value, self.best_value, self.step)
+        if outcome.settled:
+            return None
+        if outcome.place or outcome.drop:
+            return sub.changed(self.size, outcome.place, outcome.drop)
+        return outcome.split
 
 
 def _fix_by_prices(sub: _Sub, relaxation: KRelaxation, search: _Search) -> _Sub | None:
@@ -356,21 +345,10 @@ def _shared(credit: list[dict[int, int]]) -> set[int]:
     return shared
 
 
-def _ambiguity(ways: list[tuple[int, int, int | None]]) -> tuple[int, int]:
-    """How little probing settles a session: more ways left, then a higher second-best way."""
-    bounds = sorted((w[0] for w in ways), reverse=True)
-    return (len(bounds), bounds[1] if len(bounds) > 1 else -1)
-
-
-def _forced(column: dict[int, int], size: tuple[int, ...], lam: dict[int, float], room: int
-            ) -> tuple[float, dict[int, float], dict[int, float]]:
-    """KP of one node's open pairs at profits k − λ, and per session the knapsack with it forced in and
-    forced out (planner/k_dual.py)."""
-    items = list(column)
-    value, forced_in, forced_out = forced_tables(
-        np.array([size[i] for i in items], dtype=np.int64),
-        np.array([k - lam.get(i, 0.0) for i, k in column.items()], dtype=np.float64), room)
-    return value, dict(zip(items, forced_in.tolist())), dict(zip(items, forced_out.tolist()))
+def _multipliers(arrays: DualArrays, lam: dict[int, float]) -> np.ndarray:
+    """`lam` (problem session -> λ) over the arrays' sessions: 0 for those open on one node."""
+    return np.array([lam.get(i, 0.0) if shared else 0.0
+                     for i, shared in zip(arrays.sessions.tolist(), arrays.shared.tolist())])
 
 
 def _k_only(problem: Problem, credit: list[dict[int, int]]) -> Problem:
