@@ -23,6 +23,7 @@ session's lifecycle answers 409. With `TAO_TOKEN` set, every route but /healthz 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import math
@@ -239,6 +240,15 @@ def _middleware(token: str | None) -> Callable[..., Awaitable[web.StreamResponse
     return guard
 
 
+async def _settle() -> None:
+    """At start-up, beside the first plans: the planner's compiled kernels loaded (~1 s, which the first
+    plan would otherwise take), then what imports and compilers left moved out of the garbage
+    collector's way, so its full collections (~50 ms with numba loaded) do not land in a plan's time."""
+    await asyncio.to_thread(warm_up)
+    gc.collect()
+    gc.freeze()
+
+
 def build_app(coordinator: Coordinator, token: str | None = None) -> web.Application:
     app = web.Application(middlewares=[_middleware(token)], client_max_size=16 * 1024 * 1024)
     app[COORDINATOR] = coordinator
@@ -257,8 +267,7 @@ def build_app(coordinator: Coordinator, token: str | None = None) -> web.Applica
                     except Exception:
                         log.exception("replica poll failed")
 
-            # the planner's compiled kernels loaded beside the first plans, not in the first one's time
-            warm = asyncio.create_task(asyncio.to_thread(warm_up))
+            warm = asyncio.create_task(_settle())
             tasks = [asyncio.create_task(coordinator.planning_loop()), asyncio.create_task(poll_forever())]
             yield
             for task in tasks:

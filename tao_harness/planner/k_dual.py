@@ -39,6 +39,11 @@ class DualArrays:
     by_credit: np.ndarray  # int64[n]: sessions by best credit, highest first: the repair's order
     shared: np.ndarray  # bool[n]: open on several nodes (only these carry a multiplier)
 
+    def layout(self) -> tuple[np.ndarray, ...]:
+        """The arrays in the order the kernels take them."""
+        return (self.size, self.room, self.node_start, self.pair_session, self.pair_credit, self.rank_start,
+                self.rank_pair, self.pair_node, self.by_credit, self.shared)
+
     @classmethod
     def of(cls, credit: list[dict[int, int]], room: list[int], size: tuple[int, ...]) -> DualArrays:
         """The arrays of open pairs `credit[b]` (session -> k) within rooms `room`."""
@@ -65,7 +70,8 @@ class DualArrays:
             rank_start=np.cumsum(rank_start),
             rank_pair=np.array(ranked, dtype=np.int64),
             pair_node=np.array([b for _, b, _ in pairs], dtype=np.int64),
-            by_credit=np.array(sorted(range(len(sessions)), key=lambda s: (-best[s], sessions[s])), dtype=np.int64),
+            by_credit=np.array(sorted(range(len(sessions)), key=lambda s: (-best[s], sessions[s])),
+                               dtype=np.int64),
             shared=np.diff(np.cumsum(rank_start)) > 1,
         )
 
@@ -88,8 +94,7 @@ def dual_steps(arrays: DualArrays, lam: np.ndarray, iterations: int, fixed_value
     incumbent `best_value` (K of the whole sub-problem, fixed part included) or a placement reaches
     `ceiling`. `step`: every K is a multiple of it."""
     bound, best_lam, steps, placement, value = _steps(
-        arrays.size, arrays.room, arrays.node_start, arrays.pair_session, arrays.pair_credit, arrays.rank_start,
-        arrays.rank_pair, arrays.pair_node, arrays.by_credit, arrays.shared, lam.copy(), iterations,
+        *arrays.layout(), lam.copy(), iterations,
         float(fixed_value), float(best_value), float(step), first_step, float(min(ceiling, 2.0 ** 62)))
     found = None
     if value + fixed_value > best_value:
@@ -191,7 +196,7 @@ class ProbeOutcome:
     settled: bool  # some session has no way left that beats the incumbent: nothing in the sub-problem does
     place: dict[int, int | None]  # problem session -> the one way left (a node, or None: on none)
     drop: set[tuple[int, int]]  # (problem session, node): ways closed
-    split: list[tuple[int, int, int | None]]  # the most ambiguous session's ways (bound, session, node or None)
+    split: list[tuple[int, int, int | None]]  # the most ambiguous session's ways: (bound, session, node/None)
 
 
 def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int, step: int) -> ProbeOutcome:
@@ -200,8 +205,7 @@ def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int
     is closed; a session with one way left is fixed to it; the session with the most ways left (then
     the highest second-best bound) is the one to split on, ways highest bound first."""
     settled, place, drop, split_session, way_bound = _probe(
-        arrays.size, arrays.room, arrays.node_start, arrays.pair_session, arrays.pair_credit, arrays.rank_start,
-        arrays.rank_pair, arrays.pair_node, arrays.shared, lam, float(fixed_value), float(best_value), float(step))
+        *arrays.layout(), lam, float(fixed_value), float(best_value), float(step))
     if settled:
         return ProbeOutcome(True, {}, set(), [])
     sessions = arrays.sessions.tolist()
@@ -211,7 +215,8 @@ def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int
     if split_session >= 0:
         i = sessions[split_session]
         lo, hi = arrays.rank_start[split_session], arrays.rank_start[split_session + 1]
-        ways = [(int(way_bound[r - lo]), i, int(arrays.pair_node[arrays.rank_pair[r]])) for r in range(lo, hi)]
+        nodes = arrays.pair_node[arrays.rank_pair[lo:hi]].tolist()
+        ways = [(int(way_bound[k]), i, b) for k, b in enumerate(nodes)]
         ways.append((int(way_bound[hi - lo]), i, None))
         split = sorted((w for w in ways if w[0] > best_value), key=lambda w: (-w[0], w[2] is None, w[2] or 0))
     return ProbeOutcome(False, fixed, closed, split)
@@ -221,8 +226,8 @@ _OPEN = -2  # a session's `place` in the probe kernel while it keeps several way
 
 
 @njit(cache=True)
-def _probe(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, shared, lam,
-           fixed_value, best_value, step):  # pragma: no cover
+def _probe(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, by_credit,
+           shared, lam, fixed_value, best_value, step):  # pragma: no cover
     m, n, pairs = room.shape[0], size.shape[0], pair_session.shape[0]
     node_value = np.zeros(m)
     forced_in, forced_out = np.zeros(pairs), np.zeros(pairs)

@@ -53,7 +53,7 @@ from tao_harness.planner.k_dual import EPS, DualArrays, dual_steps, probe
 from tao_harness.planner.k_bins import complete_flat
 from tao_harness.planner.k_lp import KRelaxation, k_relaxation
 from tao_harness.planner.k_nested import k_ceiling
-from tao_harness.planner.shift import reshuffle, shift_in
+from tao_harness.planner.shift import Shifter, reshuffle
 from tao_harness.planner.problem import Packer, Problem, total_value
 
 _FIRST_ITERATIONS = 8  # subgradient steps before the LP relaxation is brought in (most settle by then)
@@ -100,6 +100,7 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     k_problem = _k_only(problem, credit)
     k_packer = Packer.for_problem(k_problem)
     improver = cache(lambda: Improver(k_problem, k_packer))  # built on the first polish (most need none)
+    shifter = Shifter(k_problem)
 
     def value_of(placement: dict[int, int]) -> int:
         return total_value(k_problem, k_packer, placement) >> k_packer.shift_k
@@ -107,7 +108,7 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     def refill(placement: dict[int, int], until: Deadline | None = None) -> dict[int, int]:
         """Left-out sessions shifted in, then each node re-packed exactly (planner/improve.py), or as many
         as `until` allows (with credit on every node, re-packing all pairs of nodes takes ~10 ms)."""
-        return improver().improve(shift_in(k_problem, placement), passes=1, deadline=until)
+        return improver().improve(shifter.shift_in(placement), passes=1, deadline=until)
 
     def polish(placement: dict[int, int]) -> tuple[dict[int, int], int]:
         """`placement` refilled, and its K."""
@@ -288,14 +289,14 @@ class _Search:
         bound found (floored) and its multipliers. The best repaired knapsack choice is offered as the
         incumbent."""
         arrays = self.arrays(sub)
-        outcome = dual_steps(arrays, _multipliers(arrays, lam), iterations, sub.fixed_value, self.best_value, self.step, _STEP0,
-                             self.ceiling)
+        outcome = dual_steps(arrays, _multipliers(arrays, lam), iterations, sub.fixed_value, self.best_value,
+                             self.step, _STEP0, self.ceiling)
         self.iterations += outcome.steps
         if outcome.placement is not None:
             self.best_value = sub.fixed_value + outcome.value
             self.best_placement, self.polished = {**sub.fixed, **outcome.placement}, False
-        best_lam = {int(i): float(x) for i, x, shared in zip(arrays.sessions, outcome.multipliers, arrays.shared)
-                    if shared}
+        best_lam = {i: x for i, x, shared in zip(arrays.sessions.tolist(), outcome.multipliers.tolist(),
+                                                  arrays.shared.tolist()) if shared}
         return outcome.bound, best_lam
 
     def _probe(self, sub: _Sub, lam: dict[int, float]) -> _Sub | list[tuple[int, int, int | None]] | None:

@@ -28,38 +28,52 @@ _STALE = 15  # reshuffle rounds without a better K before giving up: on large fr
 
 def shift_in(problem: Problem, placement: dict[int, int]) -> dict[int, int]:
     """`placement` with left-out sessions shifted in (see the module docstring); K on value[0]."""
-    credit = [[None if v is None else v[0] for v in row] for row in problem.values]
-    nodes_of = [[b for b, k in enumerate(row) if k is not None and k > 0] for row in credit]
-    size = problem.size
-    placed = dict(placement)
-    left = list(problem.room)
-    held: list[set[int]] = [set() for _ in range(problem.m)]
-    for i, b in placed.items():
-        left[b] -= size[i]
-        held[b].add(i)
-    for _ in range(_PASSES):
-        moved = False
-        out = sorted((i for i in range(problem.n) if i not in placed and nodes_of[i]),
-                     key=lambda i: (-max(credit[i][b] for b in nodes_of[i]), i))  # type: ignore[type-var]
-        for u in out:
-            move = _best_move(u, credit, nodes_of, size, left, held)
-            if move is None:
-                continue
-            b, shifted = move
-            if shifted is not None:
-                v, c = shifted
-                held[b].discard(v)
-                held[c].add(v)
-                left[b] += size[v]
-                left[c] -= size[v]
-                placed[v] = c
-            held[b].add(u)
-            left[b] -= size[u]
-            placed[u] = b
-            moved = True
-        if not moved:
-            break
-    return placed
+    return Shifter(problem).shift_in(placement)
+
+
+class Shifter:
+    """`shift_in` for one problem, its tables built once (the K level refills many placements; with
+    credit on most nodes building them was most of a refill's time)."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self.credit = [[None if v is None else v[0] for v in row] for row in problem.values]
+        self.nodes_of = [[b for b, k in enumerate(row) if k is not None and k > 0] for row in self.credit]
+        self.best = [max((row[b] for b in bs), default=0) for row, bs in zip(self.credit, self.nodes_of)]
+
+    def shift_in(self, placement: dict[int, int]) -> dict[int, int]:
+        """`placement` with left-out sessions shifted in (see the module docstring)."""
+        problem, credit, nodes_of, best = self.problem, self.credit, self.nodes_of, self.best
+        size = problem.size
+        placed = dict(placement)
+        left = list(problem.room)
+        held: list[set[int]] = [set() for _ in range(problem.m)]
+        for i, b in placed.items():
+            left[b] -= size[i]
+            held[b].add(i)
+        for _ in range(_PASSES):
+            moved = False
+            out = sorted((i for i in range(problem.n) if i not in placed and nodes_of[i]),
+                         key=lambda i: (-best[i], i))
+            for u in out:
+                move = _best_move(u, credit, nodes_of, size, left, held)
+                if move is None:
+                    continue
+                b, shifted = move
+                if shifted is not None:
+                    v, c = shifted
+                    held[b].discard(v)
+                    held[c].add(v)
+                    left[b] += size[v]
+                    left[c] -= size[v]
+                    placed[v] = c
+                held[b].add(u)
+                left[b] -= size[u]
+                placed[u] = b
+                moved = True
+            if not moved:
+                break
+        return placed
 
 
 def _best_move(u: int, credit: list[list[int | None]], nodes_of: list[list[int]], size: tuple[int, ...],
