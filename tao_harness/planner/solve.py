@@ -134,6 +134,8 @@ def _solve_residual(
 ) -> Solution:
     """What the certificate left open (the sessions outside its forced K-optimal placements): branch
     and bound, then the DP; the certificate's placement is the first incumbent."""
+    if deadline is not None and deadline.passed():  # credit ties: the K-optimal options before took the time
+        return Solution(placement=certificate.placement, solver="split", fallback=True)
     sub, back = residual_problem(problem, certificate.forced)
     sub_packer = Packer.for_problem(sub)
     forward = {i: k for k, i in enumerate(back)}
