@@ -1,0 +1,80 @@
+"""The compiled K-level kernels (planner/k_dual.py) against brute force: the forced-in / forced-out
+knapsacks the probe closes pairs with, the Lagrangian bound of the subgradient steps (≥ every
+placement's K, whatever the multipliers), and the placement they return (feasible, worth what it says)."""
+
+from __future__ import annotations
+
+import random
+from itertools import combinations
+
+import numpy as np
+
+from tao_harness.planner.k_dual import DualArrays, dual_steps, forced_tables, probe
+from tao_harness.planner.lagrange import credit_matrix
+from tao_harness.planner.problem import build_problem, is_feasible
+from tao_harness.planner.shapes import SHAPES
+from tests.planner.test_k_level import every_k_placement, k_of
+
+
+def best_subset(size: list[int], profit: list[float], items: list[int], room: int) -> float:
+    """The most profit of a subset of `items` within `room` (0 for none)."""
+    return max(sum(profit[j] for j in subset) for r in range(len(items) + 1)
+               for subset in combinations(items, r) if sum(size[j] for j in subset) <= room)
+
+
+def test_forced_tables_match_brute_force() -> None:
+    """Items of profit ≤ 0 are never taken, unless forced in."""
+    rng = random.Random("forced")
+    for _ in range(300):
+        n = rng.randint(1, 8)
+        size = [rng.randint(0, 9) for _ in range(n)]
+        profit = [rng.choice([rng.uniform(-4, 10), float(rng.randint(1, 6))]) for _ in range(n)]
+        room = rng.randint(max(size), 25)  # every item fits alone, as in a K sub-problem
+        value, forced_in, forced_out = forced_tables(np.array(size, dtype=np.int64), np.array(profit), room)
+        taken = [j for j in range(n) if profit[j] > 0]
+        assert abs(value - best_subset(size, profit, taken, room)) < 1e-9
+        for j in range(n):
+            others = [k for k in taken if k != j]
+            assert abs(forced_out[j] - best_subset(size, profit, others, room)) < 1e-9
+            assert abs(forced_in[j] - profit[j] - best_subset(size, profit, others, room - size[j])) < 1e-9
+
+
+def small_k_problems(seed: str, count: int):
+    rng = random.Random(seed)
+    for _ in range(count):
+        shape = rng.choice(["multi", "all", "adversarial", "crowded", "degenerate"])
+        snapshot = SHAPES[shape](rng, rng.randint(1, 6), rng.randint(1, 3))
+        problem = build_problem(snapshot, snapshot.waiting)
+        credit = credit_matrix(problem)
+        if any(credit):
+            yield problem, credit
+
+
+def test_dual_bound_holds_and_its_placement_is_feasible() -> None:
+    rng = random.Random("dual")
+    for problem, credit in small_k_problems("dual-problems", 150):
+        optimum = max(k_of(problem, p) for p in every_k_placement(problem))
+        arrays = DualArrays.of(credit, list(problem.room), problem.size)
+        lam = np.array([rng.uniform(0, 3000) if shared else 0.0 for shared in arrays.shared])
+        outcome = dual_steps(arrays, lam, 12, 0, -1, 1, 1.5, float("inf"))
+        assert outcome.bound >= optimum
+        assert outcome.placement is not None  # anything beats the incumbent -1
+        assert is_feasible(problem, outcome.placement)
+        assert all(i in credit[b] for i, b in outcome.placement.items())
+        assert k_of(problem, outcome.placement) == outcome.value <= optimum
+
+
+def test_probe_never_closes_the_optimum() -> None:
+    """Every way the probe closes (or a fixing excludes) is one no placement beating the incumbent uses."""
+    rng = random.Random("probe")
+    for problem, credit in small_k_problems("probe-problems", 150):
+        placements = every_k_placement(problem)
+        optimum = max(k_of(problem, p) for p in placements)
+        incumbent = optimum - rng.choice([1, 1000, 5000])  # below the optimum: its placements must survive
+        arrays = DualArrays.of(credit, list(problem.room), problem.size)
+        lam = np.array([rng.uniform(0, 3000) if shared else 0.0 for shared in arrays.shared])
+        outcome = probe(arrays, lam, 0, incumbent, 1)
+        assert not outcome.settled
+        best = [p for p in placements if k_of(problem, p) == optimum]
+        assert any(all(best_p.get(i) != b for i, b in outcome.drop)
+                   and all(best_p.get(i) == b for i, b in outcome.place.items()) for best_p in best)
