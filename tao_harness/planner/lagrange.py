@@ -8,9 +8,10 @@ credited there at profit k_ib − λ_i:
 
     L(λ) = Σ_i λ_i + Σ_b KP_b(λ)  ≥  K of every feasible placement        (weak duality)
 
-Each KP_b is solved exactly (planner/knapsack.py), so L(λ) is a proven bound for every λ; a session
-credited on one node only keeps λ_i = 0; shared sessions start at their second-best credit, and a few
-subgradient steps settle most snapshots. What they leave (or, with flat credits, everything) gets the LP
+Each KP_b is solved exactly (planner/knapsack.py; the steps and the search's probes are compiled, in
+planner/k_dual.py), so L(λ) is a proven bound for every λ; a session credited on one node only keeps
+λ_i = 0; shared sessions start at their second-best credit, and a few subgradient steps settle most
+snapshots. What they leave (or, with flat credits, everything) gets the LP
 relaxation (planner/k_lp.py, one HiGHS solve): its bound, its node prices as multipliers when they bound
 better (L there is at most the LP bound), per pair a reduced-cost bound that closes the pairs no better
 placement can use, and its whole placements, polished, as an incumbent. The multipliers then follow a
@@ -49,8 +50,8 @@ import numpy as np
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.fill import node_fills
 from tao_harness.planner.improve import Improver
-from tao_harness.planner.k_dual import EPS, DualArrays, dual_steps, probe
 from tao_harness.planner.k_bins import complete_flat
+from tao_harness.planner.k_dual import EPS, DualArrays, dual_steps, probe
 from tao_harness.planner.k_lp import KRelaxation, k_relaxation
 from tao_harness.planner.k_nested import k_ceiling
 from tao_harness.planner.shift import Shifter, reshuffle
@@ -64,7 +65,6 @@ _RESHUFFLES = 80  # rounds of the root's large-neighbourhood search at most (~1 
 _RESHUFFLE_SHARE = 0.7  # of the K level's time left, for them
 _NODES = 400  # sub-problems bounded at most (the caller's deadline usually ends the search first)
 _STEP0 = 1.5  # the first subgradient step, as a share of the Polyak step toward the incumbent
-
 
 
 @dataclass(frozen=True, slots=True)
