@@ -30,7 +30,7 @@ from typing import Iterable
 
 from tao_harness.cli.common import format_table
 from tao_harness.config import PlannerConfig
-from tao_harness.planner.k_dual import warm_up
+from tao_harness.planner.warm import warm_up
 from tao_harness.planner.problem import build_problem
 from tao_harness.planner.reference import milp_lexicographic
 from tao_harness.planner.shapes import SHAPES

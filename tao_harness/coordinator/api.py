@@ -38,7 +38,7 @@ from tao_harness.coordinator.inputs import MAX_WAIT_S, BadRequest, field, parse_
 from tao_harness.coordinator.metrics import CoordinatorMetrics
 from tao_harness.coordinator.records import SessionStateError
 from tao_harness.coordinator.service import Coordinator
-from tao_harness.planner.k_dual import warm_up
+from tao_harness.planner.warm import warm_up
 from tao_harness.events import EventError, events_from_body
 from tao_harness.store.limits import MAX_HARNESS_CHARS, fit_json
 

@@ -11,22 +11,32 @@ value; on large problems its LP relaxation (weaker, much cheaper) instead.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from operator import itemgetter
+
 from tao_harness.planner.certificate import INT64_BITS, fullest_fills, surrogate_knapsack
 from tao_harness.planner.problem import Packer, Problem
 
 Objective = tuple[int, int, int, int]
 
+_RT = itemgetter(1, 2)  # a value triple's (r, t)
 _EXACT_WORK = 200_000  # sessions × merged room past which the LP bound replaces the exact knapsack
 
 
 def rest_bound(problem: Problem, packer: Packer) -> int:
     """(R̄, T̄, N̄) packed (K field 0): ≥ the (R, T, N) of every feasible placement."""
     items, gain = [], [0] * problem.n
-    for i, row in enumerate(problem.values):
-        usable = {(v[1], v[2]) for v, room in zip(row, problem.room) if v is not None and problem.size[i] <= room}
-        if usable:  # (r, t) are the session's own in a snapshot; a bare Problem may vary them by node
+    m = problem.m
+    by_room = sorted(range(m), key=lambda b: -problem.room[b])  # a size fits a prefix of these
+    rooms_up = sorted(problem.room)
+    for i, (row, size_i) in enumerate(zip(problem.values, problem.size)):
+        fit = m - bisect_left(rooms_up, size_i)  # rooms that hold the session
+        usable = filter(None, row if fit == m else map(row.__getitem__, by_room[:fit]))  # eligible
+        # (r, t) are the session's own in a snapshot; a bare Problem may vary them by node
+        best = max(usable, key=_RT, default=None)
+        if best is not None:
             items.append(i)
-            gain[i] = packer.pack((0, *max(usable)))
+            gain[i] = packer.pack((0, best[1], best[2]))
     size = list(problem.size)
     capacity = sum(fullest_fills(items, size, list(problem.room)))
     if packer.bits_without_k > INT64_BITS or len(items) * capacity > _EXACT_WORK:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Container, Iterable, Mapping
 
 import numpy as np
+from numba import njit
 
 from tao_harness.planner.credit import k_optimal_options
 from tao_harness.planner.problem import Packer, Problem
@@ -37,23 +38,49 @@ def surrogate_knapsack(items: list[int], size: list[int], gain: list[int], capac
     if sum(size[i] for i in items) <= capacity:
         return list(items)
     chosen = [i for i in items if size[i] == 0]
-    best = np.zeros(capacity + 1, dtype=np.int64)  # best gain with total size at most c
-    taken = []
-    for i in items:
-        w = size[i]
+    picks = _knapsack_picks(np.array([size[i] for i in items], dtype=np.int64),
+                            np.array([gain[i] for i in items], dtype=np.int64), capacity)
+    return chosen + [items[k] for k in picks]
+
+
+@njit(cache=True)
+def _knapsack_picks(size: np.ndarray, gain: np.ndarray, capacity: int) -> np.ndarray:
+    """The positions j of the items (`size[j]`, `gain[j]`, int64: exact) of positive size an optimal
+    subset within `capacity` takes, last item first. On ties in gain, an item is taken only where it
+    is strictly better than doing without it, so the subset is the same whatever the implementation.
+
+    Compiled (and cached, as planner/knapsack.py's kernel): the planner solves several of these per
+    snapshot (certificate, bound, each re-packed room), and in numpy each item's pass over the
+    capacities cost more in array set-up than in arithmetic.
+    Each item passes only over the capacities its predecessors' total size reaches (`top`): beyond it
+    the best gain is the same as at `top`, and an item is taken there exactly when its gain is positive."""
+    n = size.shape[0]
+    best = np.zeros(capacity + 1, dtype=np.int64)  # best gain with total size at most c, for c ≤ top
+    take = np.empty((n, capacity + 1), dtype=np.bool_)  # item j raised best[c], for size[j] ≤ c ≤ reach[j]
+    reach = np.zeros(n, dtype=np.int64)  # `top` once item j is in
+    top = 0
+    for j in range(n):
+        w, g = size[j], gain[j]
         if w == 0 or w > capacity:
             continue
-        cand = best[:-w] + gain[i]  # a new array, so writing into best[w:] below cannot alias it
-        take = cand > best[w:]
-        np.maximum(best[w:], cand, out=best[w:])
-        taken.append((i, take))
-    c = capacity
-    for i, take in reversed(taken):
-        w = size[i]
-        if c >= w and take[c - w]:
-            chosen.append(i)
+        after = min(capacity, top + w)
+        best[top + 1:after + 1] = best[top]  # the capacities item j may reach, as they are without it
+        for c in range(after, w - 1, -1):  # downwards: best[c - w] is still without item j
+            old, new = best[c], best[c - w] + g
+            raised = new > old
+            take[j, c] = raised
+            best[c] = new if raised else old  # a select, not a branch: `raised` is a coin flip
+        top = after
+        reach[j] = top
+    picks = np.empty(n, dtype=np.int64)
+    count, c = 0, capacity
+    for j in range(n - 1, -1, -1):
+        w = size[j]
+        if w > 0 and c >= w and (take[j, c] if c <= reach[j] else gain[j] > 0):
+            picks[count] = j
+            count += 1
             c -= w
-    return chosen
+    return picks[:count]
 
 
 def fullest_fills(items: list[int], size: list[int], rooms: list[int]) -> list[int]:

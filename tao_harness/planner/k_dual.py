@@ -318,14 +318,3 @@ def _add(table: np.ndarray, out: np.ndarray, w: int, p: float) -> None:  # pragm
         if table[c - w] + p > out[c]:
             out[c] = table[c - w] + p
 
-
-def warm_up() -> None:
-    """Load (or, on a new install, compile) the kernels now: the first call costs about a second, which a
-    live coordinator should not add to its first plan (it calls this in a thread at start-up), nor a
-    benchmark to its first snapshot."""
-    size, profit = np.array([1, 2], dtype=np.int64), np.array([1.0, 2.0])
-    knapsack_kernel(size, profit, 2)
-    forced_tables(size, profit, 2)
-    arrays = DualArrays.of([{0: 1, 1: 2}, {1: 2}], [2, 2], (1, 2))
-    dual_steps(arrays, np.zeros(2), 1, 0, -1, 1, 1.0, math.inf)
-    probe(arrays, np.zeros(2), 0, -1, 1)

@@ -51,16 +51,18 @@ def build_problem(
     free = {n.id: n.free_tokens for n in snapshot.nodes}
     free.update(free_tokens or {})
     node_ids = tuple(n.id for n in snapshot.nodes)
+    index = {node_id: b for b, node_id in enumerate(node_ids)}
     values = []
     for session in sessions:
         r = session.ready if use_readiness else 0
-        cold: Value = (0, r, session.footprint)
+        t = session.footprint
+        cold: Value = (0, r, t)
         row: list[Value | None] = [cold] * len(node_ids)
         if use_cache:
-            for b, node_id in enumerate(node_ids):
-                entry = session.cache.get(node_id)
-                if entry is not None:
-                    row[b] = (entry.credit(snapshot.now, snapshot.params.half_life_s), r, session.footprint)
+            for node_id, entry in session.cache.items():  # a few entries, usually: not one look-up per node
+                b = index.get(node_id)
+                if b is not None:
+                    row[b] = (entry.credit(snapshot.now, snapshot.params.half_life_s), r, t)
         if session.eligible is not None:
             row = [v if session.may_use(node_id) else None for v, node_id in zip(row, node_ids)]
         values.append(tuple(row))
@@ -88,7 +90,8 @@ class Packer:
     def for_problem(cls, problem: Problem) -> Packer:
         bits_n = max(1, problem.n.bit_length())
         # t is a property of the session, the same on every eligible node
-        total_t = sum(next((v[2] for v in row if v is not None), 0) for row in problem.values)
+        firsts = [next(filter(None, row), None) for row in problem.values]  # the first eligible value
+        total_t = sum(v[2] for v in firsts if v is not None)
         bits_t = max(1, total_t.bit_length())
         shift_t = bits_n
         shift_r = shift_t + bits_t
@@ -134,12 +137,12 @@ def total_value(problem: Problem, packer: Packer, placement: Mapping[int, int]) 
 
 def objective(problem: Problem, placement: Mapping[int, int]) -> tuple[int, int, int, int]:
     """(K, R, T, N) of `placement`."""
-    totals = [0, 0, 0]
+    k = r = t = 0
     for i, b in placement.items():
         value = problem.values[i][b]
         assert value is not None, "placement on an ineligible node"
-        totals = [a + v for a, v in zip(totals, value)]
-    return (totals[0], totals[1], totals[2], len(placement))
+        k, r, t = k + value[0], r + value[1], t + value[2]
+    return (k, r, t, len(placement))
 
 
 def is_feasible(problem: Problem, placement: Mapping[int, int]) -> bool:

@@ -14,8 +14,8 @@ from tao_harness.planner.problem import Problem
 
 
 def spread(problem: Problem, placement: dict[int, int]) -> dict[int, int]:
-    movable = [i for i in placement if None not in problem.values[i]
-               and problem.values[i].count(problem.values[i][0]) == problem.m]
+    values = problem.values
+    movable = [i for i in placement if None not in values[i] and values[i].count(values[i][0]) == problem.m]
     if not movable or problem.m < 2:
         return placement
     left = list(problem.room)
@@ -24,7 +24,7 @@ def spread(problem: Problem, placement: dict[int, int]) -> dict[int, int]:
     for i, b in settled.items():
         left[b] -= problem.size[i]
     for i in sorted(movable, key=lambda i: (-problem.size[i], i)):
-        b = max(range(problem.m), key=lambda b: (left[b], -b))
+        b = left.index(max(left))  # the most room left, the first such node on ties
         if left[b] < problem.size[i]:
             return placement
         settled[i] = b

@@ -14,7 +14,7 @@ def assignment(snapshot: Snapshot, session: SessionView, node_id: str) -> Assign
 
 def by_value(assignments: Iterable[Assignment]) -> list[Assignment]:
     """Highest value triple first, so applying any prefix of the plan keeps the most valuable admissions."""
-    return sorted(assignments, key=lambda a: (tuple(-v for v in a.value), a.session))
+    return sorted(assignments, key=lambda a: (-a.value[0], -a.value[1], -a.value[2], a.session))
 
 
 def make_plan(

@@ -1,0 +1,28 @@
+"""Load the planner's compiled kernels (numba) before the first plan needs them.
+
+The first call of each kernel in a process costs about a second on a new install (compiling; numba then
+caches the machine code beside the source) and a few to tens of milliseconds after (loading it). A live
+coordinator calls `warm_up` in a thread at start-up, and the planner benchmark before it times anything,
+so neither puts that cost in some plan's time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tao_harness.planner.certificate import surrogate_knapsack
+from tao_harness.planner.k_dual import DualArrays, dual_steps, forced_tables, probe
+from tao_harness.planner.knapsack import knapsack_kernel
+
+
+def warm_up() -> None:
+    """Call every kernel once on a tiny problem, with the argument types the planner uses."""
+    size, profit = np.array([1, 2], dtype=np.int64), np.array([1.0, 2.0])
+    knapsack_kernel(size, profit, 2)
+    forced_tables(size, profit, 2)
+    arrays = DualArrays.of([{0: 1, 1: 2}, {1: 2}], [2, 2], (1, 2))
+    dual_steps(arrays, np.zeros(2), 1, 0, -1, 1, 1.0, math.inf)
+    probe(arrays, np.zeros(2), 0, -1, 1)
+    surrogate_knapsack([0, 1], [1, 2], [1, 2], 2)
