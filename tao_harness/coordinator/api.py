@@ -38,7 +38,6 @@ from tao_harness.coordinator.inputs import MAX_WAIT_S, BadRequest, field, parse_
 from tao_harness.coordinator.metrics import CoordinatorMetrics
 from tao_harness.coordinator.records import SessionStateError
 from tao_harness.coordinator.service import Coordinator
-from tao_harness.planner.warm import warm_up
 from tao_harness.events import EventError, events_from_body
 from tao_harness.store.limits import MAX_HARNESS_CHARS, fit_json
 
@@ -240,15 +239,6 @@ def _middleware(token: str | None) -> Callable[..., Awaitable[web.StreamResponse
     return guard
 
 
-async def _settle() -> None:
-    """At start-up, beside the first plans: the planner's compiled kernels loaded (~1 s, which the first
-    plan would otherwise take), then what imports and compilers left moved out of the garbage
-    collector's way, so its full collections (~50 ms with numba loaded) do not land in a plan's time."""
-    await asyncio.to_thread(warm_up)
-    gc.collect()
-    gc.freeze()
-
-
 def build_app(coordinator: Coordinator, token: str | None = None) -> web.Application:
     app = web.Application(middlewares=[_middleware(token)], client_max_size=16 * 1024 * 1024)
     app[COORDINATOR] = coordinator
@@ -256,6 +246,10 @@ def build_app(coordinator: Coordinator, token: str | None = None) -> web.Applica
     app[CHANNELS] = ChannelBook()
 
     async def background(app: web.Application) -> AsyncIterator[None]:
+        # what imports and the planner's compiled kernels left (the policy is built: planner/warm.py), out
+        # of the garbage collector's way: its full collections (~50 ms with numba loaded) would land in plans
+        gc.collect()
+        gc.freeze()
         async with aiohttp.ClientSession() as http:
             await coordinator.poll_replicas(http)
 
@@ -267,12 +261,11 @@ def build_app(coordinator: Coordinator, token: str | None = None) -> web.Applica
                     except Exception:
                         log.exception("replica poll failed")
 
-            warm = asyncio.create_task(_settle())
             tasks = [asyncio.create_task(coordinator.planning_loop()), asyncio.create_task(poll_forever())]
             yield
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, warm, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
             if coordinator.writer is not None:
                 await asyncio.to_thread(coordinator.writer.close)
 

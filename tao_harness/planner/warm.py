@@ -1,14 +1,14 @@
 """Load the planner's compiled kernels (numba) before the first plan needs them.
 
 The first call of each kernel in a process costs about a second on a new install (compiling; numba then
-caches the machine code beside the source) and a few to tens of milliseconds after (loading it). A live
-coordinator calls `warm_up` in a thread at start-up, and the planner benchmark before it times anything,
-so neither puts that cost in some plan's time.
+caches the machine code beside the source) and a few to tens of milliseconds after (loading it). Building
+a policy (policies/registry.py) calls `warm_up`, so that cost never falls within a plan's deadline.
 """
 
 from __future__ import annotations
 
 import math
+from functools import cache
 
 import numpy as np
 
@@ -17,8 +17,10 @@ from tao_harness.planner.k_dual import DualArrays, dual_steps, forced_tables, pr
 from tao_harness.planner.knapsack import knapsack_kernel
 
 
+@cache
 def warm_up() -> None:
-    """Call every kernel once on a tiny problem, with the argument types the planner uses."""
+    """Call every kernel once on a tiny problem, with the argument types the planner uses (once per
+    process)."""
     size, profit = np.array([1, 2], dtype=np.int64), np.array([1.0, 2.0])
     knapsack_kernel(size, profit, 2)
     forced_tables(size, profit, 2)

@@ -13,7 +13,7 @@ from tao_harness.planner.k_dual import DualArrays, dual_steps, forced_tables, pr
 from tao_harness.planner.lagrange import credit_matrix
 from tao_harness.planner.problem import build_problem, is_feasible
 from tao_harness.planner.shapes import SHAPES
-from tests.planner.test_k_level import every_k_placement, k_of
+from test_k_level import every_k_placement, k_of
 
 
 def best_subset(size: list[int], profit: list[float], items: list[int], room: int) -> float:
