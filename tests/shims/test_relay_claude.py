@@ -152,7 +152,9 @@ async def test_relay_refuses_callers_without_the_run_secret(tmp_path: Path, reco
         root = url.rsplit("/", 1)[0]
         other = RelayState(forwarder, SessionInfo("s1", "x", {}, 1.0), ClaudeHookTranslator("s1"))
         event = {"type": "tool_start", "session": "victim", "call_id": "c1", "tool_name": "bash", "at": 5.0}
-        for guess in (root, root + other.prefix, root + "/x" + url[len(root) + 2:]):
+        first = url[len(root) + 1]
+        wrong_first = root + "/" + ("y" if first == "x" else "x") + url[len(root) + 2:]  # one character off
+        for guess in (root, root + other.prefix, wrong_first):
             for path, body in (("/v1/events", event), ("/v1/sessions", {"session": "victim"}),
                                ("/v1/sessions/victim/end", {}), (CLAUDE_HOOK_PATH, _hook("SessionEnd"))):
                 async with http.post(guess + path, json=body) as refused:
