@@ -102,7 +102,7 @@ def dual_steps(arrays: DualArrays, lam: np.ndarray, iterations: int, fixed_value
 
 @njit(cache=True)
 def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, by_credit,
-           shared, lam, iterations, fixed_value, best_value, step, first_step, ceiling):  # pragma: no cover
+           shared, lam, iterations, fixed_value, best_value, step, first_step, ceiling):
     m, n, pairs = room.shape[0], size.shape[0], pair_session.shape[0]
     chosen = np.zeros(pairs, dtype=np.bool_)
     node_value = np.zeros(m)
@@ -118,14 +118,9 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
         steps += 1
         for b in range(m):
             if dirty[b]:
-                lo, hi = node_start[b], node_start[b + 1]
-                sizes = np.empty(hi - lo, dtype=np.int64)
-                profits = np.empty(hi - lo)
-                for p in range(lo, hi):
-                    sizes[p - lo] = size[pair_session[p]]
-                    profits[p - lo] = pair_credit[p] - lam[pair_session[p]]
+                sizes, profits = _node_items(b, size, node_start, pair_session, pair_credit, lam)
                 node_value[b], take = knapsack_kernel(sizes, profits, room[b])
-                chosen[lo:hi] = take
+                chosen[node_start[b]:node_start[b + 1]] = take
                 dirty[b] = False
         bound = fixed_value + node_value.sum()
         for s in range(n):
@@ -224,20 +219,15 @@ _OPEN = -2  # a session's `place` in the probe kernel while it keeps several way
 
 @njit(cache=True)
 def _probe(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, by_credit,
-           shared, lam, fixed_value, best_value, step):  # pragma: no cover
+           shared, lam, fixed_value, best_value, step):
     m, n, pairs = room.shape[0], size.shape[0], pair_session.shape[0]
     node_value = np.zeros(m)
     forced_in, forced_out = np.zeros(pairs), np.zeros(pairs)
     for b in range(m):
-        lo, hi = node_start[b], node_start[b + 1]
-        sizes = np.empty(hi - lo, dtype=np.int64)
-        profits = np.empty(hi - lo)
-        for q in range(lo, hi):
-            sizes[q - lo] = size[pair_session[q]]
-            profits[q - lo] = pair_credit[q] - lam[pair_session[q]]
+        sizes, profits = _node_items(b, size, node_start, pair_session, pair_credit, lam)
         node_value[b], took_in, took_out = forced_tables(sizes, profits, room[b])
-        forced_in[lo:hi] = took_in
-        forced_out[lo:hi] = took_out
+        forced_in[node_start[b]:node_start[b + 1]] = took_in
+        forced_out[node_start[b]:node_start[b + 1]] = took_out
     total = fixed_value + node_value.sum()
     for s in range(n):
         if shared[s]:
@@ -281,6 +271,18 @@ def _probe(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
             split_session, split_ways, split_second, way_bound = s, alive, second, bounds
     return False, place, drop, split_session, way_bound
 
+
+@njit(cache=True)
+def _node_items(b, size, node_start, pair_session, pair_credit, lam):
+    """Node b's knapsack items: the sizes of its open pairs' sessions and their profits k − λ."""
+    lo, hi = node_start[b], node_start[b + 1]
+    sizes = np.empty(hi - lo, dtype=np.int64)
+    profits = np.empty(hi - lo)
+    for q in range(lo, hi):
+        sizes[q - lo] = size[pair_session[q]]
+        profits[q - lo] = pair_credit[q] - lam[pair_session[q]]
+    return sizes, profits
+
 @njit(cache=True)
 def forced_tables(size: np.ndarray, profit: np.ndarray, room: int) -> tuple[float, np.ndarray, np.ndarray]:
     """KP (the knapsack of items j, `size[j]` int64 and `profit[j]` float64, within `room`), and per item
@@ -309,7 +311,7 @@ def forced_tables(size: np.ndarray, profit: np.ndarray, room: int) -> tuple[floa
 
 
 @njit(cache=True)
-def _add(table: np.ndarray, out: np.ndarray, w: int, p: float) -> None:  # pragma: no cover
+def _add(table: np.ndarray, out: np.ndarray, w: int, p: float) -> None:
     """`out`: the "best within c" table `table` with one more item (size w ≤ room, profit p)."""
     out[:] = table
     if p <= 0:
