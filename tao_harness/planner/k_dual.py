@@ -1,10 +1,12 @@
-"""The Lagrangian K level's subgradient steps (planner/lagrange.py), compiled with numba.
+"""The Lagrangian K level's subgradient steps and its search's probes (planner/lagrange.py), compiled
+with numba.
 
 A K sub-problem is laid out as arrays: its open pairs grouped by node (`DualArrays.pair_*`, node b's
 pairs at `node_start[b]:node_start[b + 1]`), and per session the same pairs ranked best credit first
 (`rank_*`). Each step solves the knapsacks whose profits k − λ changed (planner/knapsack.py), bounds K
 by L(λ), repairs the knapsacks' choices into a placement, and moves the shared sessions' multipliers
-along the subgradient. Steps are a few tens of microseconds here, against about a millisecond as Python
+along the subgradient. A probe bounds every way to place each session (each node's knapsack with it
+forced in or out). Steps are a few tens of microseconds here, against about a millisecond as Python
 dictionaries, and the hard snapshots take hundreds of them.
 """
 
@@ -18,7 +20,7 @@ from numba import njit
 
 from tao_harness.planner.knapsack import knapsack_kernel
 
-STALL = 4  # steps without a better bound before the step size halves
+_STALL = 4  # steps without a better bound before the step size halves
 EPS = 1e-6  # float slack when flooring the bound (profits are integers below 2^53)
 
 
@@ -167,7 +169,7 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
                 norm += (1 - count[s]) ** 2
         if norm == 0:
             break  # no conflict, every priced session chosen once: L is attained by the placement
-        if stall >= STALL:
+        if stall >= _STALL:
             move_size, stall = move_size / 2, 0
         move = move_size * max(bound - best_value, 1.0) / norm
         for s in range(n):
