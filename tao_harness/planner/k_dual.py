@@ -22,6 +22,7 @@ from tao_harness.planner.knapsack import knapsack_kernel
 
 _STALL = 4  # steps without a better bound before the step size halves
 EPS = 1e-6  # float slack when flooring the bound (profits are integers below 2^53)
+OPEN = -2  # a session's place in a probe or a restriction while it keeps several ways (-1: on none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,14 +48,22 @@ class DualArrays:
                 self.rank_pair, self.pair_node, self.by_credit, self.shared)
 
     @classmethod
-    def of(cls, credit: list[dict[int, int]], room: list[int], size: tuple[int, ...]) -> DualArrays:
-        """The arrays of open pairs `credit[b]` (session -> k) within rooms `room` (numpy sorts: a search
-        builds one per sub-problem, with credit on most nodes over hundreds of pairs)."""
+    def of(cls, credit: list[dict[int, int]], room: list[int], size: np.ndarray) -> DualArrays:
+        """The arrays of open pairs `credit[b]` (session -> k) within rooms `room`; `size`: int64, every
+        session's size."""
         counts = np.array([len(column) for column in credit], dtype=np.int64)
-        pair_node = np.repeat(np.arange(len(credit), dtype=np.int64), counts)
         owner = np.fromiter((i for column in credit for i in column), dtype=np.int64, count=int(counts.sum()))
         pair_credit = np.fromiter((k for column in credit for k in column.values()), dtype=np.float64,
                                   count=len(owner))
+        pair_node = np.repeat(np.arange(len(credit), dtype=np.int64), counts)
+        return cls._of_pairs(owner, pair_node, pair_credit, np.array(room, dtype=np.int64), size)
+
+    @classmethod
+    def _of_pairs(cls, owner: np.ndarray, pair_node: np.ndarray, pair_credit: np.ndarray, room: np.ndarray,
+                  size: np.ndarray) -> DualArrays:
+        """The arrays of the pairs (problem session `owner[p]`, node `pair_node[p]`, credit), grouped by
+        node (numpy sorts: a search builds one per sub-problem, with credit on most nodes over hundreds of
+        pairs)."""
         sessions, pair_session = np.unique(owner, return_inverse=True)
         rank_pair = np.lexsort((pair_node, -pair_credit, pair_session))  # by session, best credit, lower node
         per_session = np.bincount(pair_session, minlength=len(sessions))
@@ -62,9 +71,9 @@ class DualArrays:
         best = pair_credit[rank_pair[rank_start[:-1]]]
         return cls(
             sessions=sessions,
-            size=np.array(size, dtype=np.int64)[sessions],
-            room=np.array(room, dtype=np.int64),
-            node_start=np.concatenate(([0], np.cumsum(counts))),
+            size=size[sessions],
+            room=room,
+            node_start=np.concatenate(([0], np.cumsum(np.bincount(pair_node, minlength=len(room))))),
             pair_session=pair_session.astype(np.int64),
             pair_credit=pair_credit,
             rank_start=rank_start,
@@ -73,6 +82,25 @@ class DualArrays:
             by_credit=np.lexsort((sessions, -best)).astype(np.int64),
             shared=per_session > 1,
         )
+
+    def restricted(self, place: np.ndarray, drop: np.ndarray, size: np.ndarray
+                   ) -> tuple[DualArrays, dict[int, int], int] | None:
+        """The sub-problem with each session s of `place[s]` ≥ 0 fixed on that node (-1: on none of its
+        nodes; OPEN: still open) and the pairs of `drop` closed; the pairs left that no longer fit their
+        room close too. Returns it, the sessions fixed on a node (problem session -> node) and the credit
+        they collect; None when they overflow a room. `size`: int64, every session's size."""
+        placed = place >= 0
+        room = self.room - np.bincount(place[placed], weights=self.size[placed], minlength=len(self.room)
+                                       ).astype(np.int64)
+        if len(room) and room.min() < 0:
+            return None
+        fixed_on = place[self.pair_session] == self.pair_node  # the pairs the fixed sessions sit on
+        value = int(self.pair_credit[fixed_on].sum())
+        fits = self.size[self.pair_session] <= room[self.pair_node]
+        keep = (place[self.pair_session] == OPEN) & ~drop & fits
+        fixed = dict(zip(self.sessions[placed].tolist(), place[placed].tolist()))
+        return (self._of_pairs(self.sessions[self.pair_session[keep]], self.pair_node[keep],
+                               self.pair_credit[keep], room, size), fixed, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,9 +216,15 @@ class ProbeOutcome:
     """What probing every way to place each session established (see `probe`)."""
 
     settled: bool  # some session has no way left that beats the incumbent: nothing in the sub-problem does
-    place: dict[int, int | None]  # problem session -> the one way left (a node, or None: on none)
-    drop: set[tuple[int, int]]  # (problem session, node): ways closed
-    split: list[tuple[int, int, int | None]]  # the most ambiguous session's ways: (bound, session, node/None)
+    place: np.ndarray  # int64[n]: the one way left of each local session (a node, -1: on none), else OPEN
+    drop: np.ndarray  # bool[P]: the pairs closed
+    split: list[tuple[int, int, int | None]]  # the most ambiguous session's ways: (bound, local session,
+    # node or None), highest bound first
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether a pair was closed or a session fixed."""
+        return bool(self.drop.any() or (self.place != OPEN).any())
 
 
 def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int, step: int) -> ProbeOutcome:
@@ -200,23 +234,16 @@ def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int
     the highest second-best bound) is the one to split on, ways highest bound first."""
     settled, place, drop, split_session, way_bound = _probe(
         *arrays.layout(), lam, float(fixed_value), float(best_value), float(step))
-    if settled:
-        return ProbeOutcome(True, {}, set(), [])
-    sessions = arrays.sessions.tolist()
-    fixed = {sessions[s]: (None if b < 0 else int(b)) for s, b in enumerate(place.tolist()) if b != _OPEN}
-    closed = {(sessions[int(arrays.pair_session[q])], int(arrays.pair_node[q])) for q in np.flatnonzero(drop)}
     split: list[tuple[int, int, int | None]] = []
-    if split_session >= 0:
-        i = sessions[split_session]
+    if not settled and split_session >= 0:
         lo, hi = arrays.rank_start[split_session], arrays.rank_start[split_session + 1]
         nodes = arrays.pair_node[arrays.rank_pair[lo:hi]].tolist()
-        ways = [(int(way_bound[k]), i, b) for k, b in enumerate(nodes)]
-        ways.append((int(way_bound[hi - lo]), i, None))
+        ways: list[tuple[int, int, int | None]] = [(int(way_bound[k]), split_session, b)
+                                                   for k, b in enumerate(nodes)]
+        ways.append((int(way_bound[hi - lo]), split_session, None))
         split = sorted((w for w in ways if w[0] > best_value), key=lambda w: (-w[0], w[2] is None, w[2] or 0))
-    return ProbeOutcome(False, fixed, closed, split)
+    return ProbeOutcome(bool(settled), place, drop, split)
 
-
-_OPEN = -2  # a session's `place` in the probe kernel while it keeps several ways (-1: on none of its nodes)
 
 
 @njit(cache=True)
@@ -234,7 +261,7 @@ def _probe(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
     for s in range(n):
         if shared[s]:
             total += lam[s]
-    place = np.full(n, _OPEN, dtype=np.int64)
+    place = np.full(n, OPEN, dtype=np.int64)
     drop = np.zeros(pairs, dtype=np.bool_)
     split_session, split_ways, split_second = -1, 0, -np.inf
     way_bound = np.empty(1)

@@ -51,7 +51,7 @@ from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.fill import node_fills
 from tao_harness.planner.improve import Improver
 from tao_harness.planner.k_bins import complete_flat
-from tao_harness.planner.k_dual import EPS, DualArrays, dual_steps, probe
+from tao_harness.planner.k_dual import EPS, OPEN, DualArrays, dual_steps, probe
 from tao_harness.planner.k_lp import KRelaxation, k_relaxation
 from tao_harness.planner.k_nested import k_ceiling
 from tao_harness.planner.shift import Shifter, reshuffle
@@ -132,7 +132,7 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     lam: dict[int, float] = {}
     for i in shared:  # shared sessions start at their second-best credit: only their best node wants them
         lam[i] = float(sorted((column[i] for column in credit if i in column), reverse=True)[1])
-    root: _Sub | None = _Sub(credit, list(problem.room), {}, 0)
+    root: _Sub | None = _Sub(DualArrays.of(credit, list(problem.room), search.size), {}, 0)
     relaxation, first = None, math.inf
     if shared and not flat:  # a few cheap steps first: most K levels are settled by them
         first, first_lam = search.dual(root, lam, _FIRST_ITERATIONS)  # type: ignore[arg-type]
@@ -184,35 +184,27 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
 
 @dataclass(frozen=True, slots=True)
 class _Sub:
-    """A K sub-problem of the search: the pairs still open, the rooms left, the placements fixed."""
+    """A K sub-problem of the search: the pairs still open and the rooms left (as the kernels read them),
+    the placements fixed."""
 
-    credit: list[dict[int, int]]  # credit[b]: session -> k over the open pairs (each fits room[b])
-    room: list[int]
+    arrays: DualArrays  # the open pairs, each fitting its room
     fixed: dict[int, int]
     fixed_value: int
 
-    def nodes_of(self) -> dict[int, list[int]]:
-        out: dict[int, list[int]] = {}
-        for b, column in enumerate(self.credit):
-            for i in column:
-                out.setdefault(i, []).append(b)
-        return out
-
-    def changed(self, size: tuple[int, ...], place: dict[int, int | None], drop: set[tuple[int, int]]
-                ) -> _Sub | None:
-        """With each session of `place` fixed on its node (None: on none of its credit nodes) and the
-        pairs `drop` closed; None when the fixed sessions overflow a room."""
-        room, fixed, value = list(self.room), dict(self.fixed), self.fixed_value
-        for i, b in place.items():
-            if b is not None:
-                room[b] -= size[i]
-                fixed[i] = b
-                value += self.credit[b][i]
-        if min(room, default=0) < 0:
+    def changed(self, size: np.ndarray, place: np.ndarray, drop: np.ndarray) -> _Sub | None:
+        """With each local session s of `place[s]` ≥ 0 fixed on that node (-1: on none of its credit nodes,
+        OPEN: still open) and the pairs `drop` closed; None when the fixed sessions overflow a room."""
+        restricted = self.arrays.restricted(place, drop, size)
+        if restricted is None:
             return None
-        credit = [{i: k for i, k in column.items() if i not in place and (i, b) not in drop and size[i] <= room[b]}
-                  for b, column in enumerate(self.credit)]
-        return _Sub(credit, room, fixed, value)
+        arrays, fixed, value = restricted
+        return _Sub(arrays, {**self.fixed, **fixed}, self.fixed_value + value)
+
+    def fixing(self, size: np.ndarray, s: int, b: int | None) -> _Sub | None:
+        """With local session s fixed on node b (None: on none of its credit nodes)."""
+        place = np.full(len(self.arrays.sessions), OPEN, dtype=np.int64)
+        place[s] = -1 if b is None else b
+        return self.changed(size, place, np.zeros(len(self.arrays.pair_session), dtype=np.bool_))
 
 
 class _Search:
@@ -221,12 +213,12 @@ class _Search:
 
     def __init__(self, size: tuple[int, ...], step: int, deadline: Deadline | None,
                  polish: Callable[[dict[int, int]], tuple[dict[int, int], int]], ceiling: float) -> None:
-        self.size, self.step, self.deadline, self.polish = size, step, deadline, polish
+        self.size = np.array(size, dtype=np.int64)
+        self.step, self.deadline, self.polish = step, deadline, polish
         self.ceiling = ceiling  # a bound on K proven apart from this search (planner/k_nested.py, k_bins.py)
         self.best_value, self.best_placement = -1, {}
         self.polished = True  # the best placement is a refill's output: polishing it again gains nothing
         self.iterations = self.nodes = 0
-        self._arrays: tuple[_Sub, DualArrays] | None = None
 
     def floor(self, bound: float) -> int:
         """The largest K a placement can have at most `bound`: every K is a multiple of `step`."""
@@ -269,7 +261,7 @@ class _Search:
         for child_bound, i, b in outcome:
             if child_bound <= self.best_value:
                 continue
-            child = sub.changed(self.size, {i: b}, set())
+            child = sub.fixing(self.size, i, b)
             if child is None:
                 continue
             if self.stopped():
@@ -278,17 +270,11 @@ class _Search:
             unsettled = max(unsettled, self.node(child, lam, _CHILD_ITERATIONS))
         return unsettled
 
-    def arrays(self, sub: _Sub) -> DualArrays:
-        """`sub` laid out for the kernels; the last one kept (a node's steps and probes share it)."""
-        if self._arrays is None or self._arrays[0] is not sub:
-            self._arrays = (sub, DualArrays.of(sub.credit, sub.room, self.size))
-        return self._arrays[1]
-
     def dual(self, sub: _Sub, lam: dict[int, float], iterations: int) -> tuple[int, dict[int, float]]:
         """Subgradient steps on the multipliers of `sub`'s shared sessions (planner/k_dual.py); the best
         bound found (floored) and its multipliers. The best repaired knapsack choice is offered as the
         incumbent."""
-        arrays = self.arrays(sub)
+        arrays = sub.arrays
         outcome = dual_steps(arrays, _multipliers(arrays, lam), iterations, sub.fixed_value, self.best_value,
                              self.step, _STEP0, self.ceiling)
         self.iterations += outcome.steps
@@ -302,13 +288,13 @@ class _Search:
     def _probe(self, sub: _Sub, lam: dict[int, float]) -> _Sub | list[tuple[int, int, int | None]] | None:
         """Bound, at multipliers `lam`, every way to place each session (planner/k_dual.py). Returns None
         when some session has no way left (nothing in `sub` beats the best), the changed sub-problem
-        when something was closed or fixed, else the ways of the session to split on as (bound,
+        when something was closed or fixed, else the ways of the session to split on as (bound, local
         session, node or None), highest bound first."""
-        arrays = self.arrays(sub)
+        arrays = sub.arrays
         outcome = probe(arrays, _multipliers(arrays, lam), sub.fixed_value, self.best_value, self.step)
         if outcome.settled:
             return None
-        if outcome.place or outcome.drop:
+        if outcome.narrowed:
             return sub.changed(self.size, outcome.place, outcome.drop)
         return outcome.split
 
@@ -317,16 +303,21 @@ def _fix_by_prices(sub: _Sub, relaxation: KRelaxation, search: _Search) -> _Sub 
     """`sub` without the pairs whose LP bound (reduced cost) cannot beat the search's best, and with
     the sessions left one way to go fixed to it; None when some session has no way left (then nothing
     beats the best)."""
-    drop = {pair for pair, bound in relaxation.with_pair.items() if search.floor(bound) <= search.best_value}
-    place: dict[int, int | None] = {}
-    for i, bs in sub.nodes_of().items():
-        ways: list[int | None] = [b for b in bs if (i, b) not in drop]
+    arrays = sub.arrays
+    sessions = arrays.sessions.tolist()
+    nodes = arrays.pair_node.tolist()
+    drop = np.array([search.floor(relaxation.with_pair[sessions[s], b]) <= search.best_value
+                     for s, b in zip(arrays.pair_session.tolist(), nodes)], dtype=np.bool_)
+    place = np.full(len(sessions), OPEN, dtype=np.int64)
+    for s, i in enumerate(sessions):
+        pairs = arrays.rank_pair[arrays.rank_start[s]:arrays.rank_start[s + 1]]
+        ways: list[int | None] = [nodes[q] for q in pairs if not drop[q]]
         if search.floor(relaxation.without[i]) > search.best_value:
             ways.append(None)
         if not ways:
             return None
         if len(ways) == 1:
-            place[i] = ways[0]
+            place[s] = -1 if ways[0] is None else ways[0]
     return sub.changed(search.size, place, drop)
 
 

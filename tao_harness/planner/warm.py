@@ -24,7 +24,7 @@ def warm_up() -> None:
     size, profit = np.array([1, 2], dtype=np.int64), np.array([1.0, 2.0])
     knapsack_kernel(size, profit, 2)
     forced_tables(size, profit, 2)
-    arrays = DualArrays.of([{0: 1, 1: 2}, {1: 2}], [2, 2], (1, 2))
+    arrays = DualArrays.of([{0: 1, 1: 2}, {1: 2}], [2, 2], size)
     dual_steps(arrays, np.zeros(2), 1, 0, -1, 1, 1.0, math.inf)
     probe(arrays, np.zeros(2), 0, -1, 1)
     surrogate_knapsack([0, 1], [1, 2], [1, 2], 2)

@@ -9,7 +9,7 @@ from itertools import combinations
 
 import numpy as np
 
-from tao_harness.planner.k_dual import DualArrays, dual_steps, forced_tables, probe
+from tao_harness.planner.k_dual import OPEN, DualArrays, dual_steps, forced_tables, probe
 from tao_harness.planner.lagrange import credit_matrix
 from tao_harness.planner.problem import build_problem, is_feasible
 from tao_harness.planner.shapes import SHAPES
@@ -54,7 +54,7 @@ def test_dual_bound_holds_and_its_placement_is_feasible() -> None:
     rng = random.Random("dual")
     for problem, credit in small_k_problems("dual-problems", 150):
         optimum = max(k_of(problem, p) for p in every_k_placement(problem))
-        arrays = DualArrays.of(credit, list(problem.room), problem.size)
+        arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size))
         lam = np.array([rng.uniform(0, 3000) if shared else 0.0 for shared in arrays.shared])
         outcome = dual_steps(arrays, lam, 12, 0, -1, 1, 1.5, float("inf"))
         assert outcome.bound >= optimum
@@ -71,10 +71,15 @@ def test_probe_never_closes_the_optimum() -> None:
         placements = every_k_placement(problem)
         optimum = max(k_of(problem, p) for p in placements)
         incumbent = optimum - rng.choice([1, 1000, 5000])  # below the optimum: its placements must survive
-        arrays = DualArrays.of(credit, list(problem.room), problem.size)
+        arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size))
         lam = np.array([rng.uniform(0, 3000) if shared else 0.0 for shared in arrays.shared])
         outcome = probe(arrays, lam, 0, incumbent, 1)
         assert not outcome.settled
+        sessions = arrays.sessions.tolist()
+        pairs = zip(arrays.pair_session.tolist(), arrays.pair_node.tolist(), outcome.drop.tolist())
+        closed = [(sessions[s], b) for s, b, dropped in pairs if dropped]
+        fixed = {sessions[s]: (None if b == -1 else b) for s, b in enumerate(outcome.place.tolist())
+                 if b != OPEN}
         best = [p for p in placements if k_of(problem, p) == optimum]
-        assert any(all(best_p.get(i) != b for i, b in outcome.drop)
-                   and all(best_p.get(i) == b for i, b in outcome.place.items()) for best_p in best)
+        assert any(all(best_p.get(i) != b for i, b in closed)
+                   and all(best_p.get(i) == b for i, b in fixed.items()) for best_p in best)
