@@ -9,6 +9,9 @@ proportional to demand. The other shapes add, one at a time, what live clusters 
 - `eligible`: a quarter of the sessions may only use a random subset of the nodes;
 - `skewed`: nodes with very different used tokens, some nearly full, and sizes in whole quanta;
 - `all`: the four above at once;
+- `everywhere`: a long-running fleet, where interrupted and re-placed sessions left cache copies behind on
+  most replicas: credit (of different ages) on two to all nodes for nine sessions in ten, with
+  eligibility subsets and skewed rooms;
 - `adversarial`: sizes of a few kinds just over a third / half of the rooms (bin-packing fragmentation),
   equal credits on every node for many sessions, and rooms that differ by one quantum.
 - `crowded`: many one-to-three-quantum sessions beside a few that barely fit a room, credit on up to
@@ -39,6 +42,7 @@ class _Draw:
     ties: bool = False
     eligible: bool = False
     skewed: bool = False
+    everywhere: bool = False  # credit on two to all nodes for nine sessions in ten
 
 
 def _tokens(rng: random.Random, quantum: int, whole: bool) -> int:
@@ -48,9 +52,13 @@ def _tokens(rng: random.Random, quantum: int, whole: bool) -> int:
 
 def _cache(rng: random.Random, draw: _Draw, tokens: int, node_ids: list[str], params: PlannerParams
            ) -> dict[str, CacheEntry]:
-    if rng.random() >= 0.6:
+    if rng.random() >= (0.9 if draw.everywhere else 0.6):
         return {}
-    copies = rng.choice([1, 1, 2, 3]) if draw.multi else 1
+    copies = 1
+    if draw.everywhere:
+        copies = rng.randint(2, max(2, len(node_ids)))
+    elif draw.multi:
+        copies = rng.choice([1, 1, 2, 3])
     cache = {}
     for node_id in rng.sample(node_ids, min(copies, len(node_ids))):
         if draw.ties:  # whole quanta, observed whole half-lives ago: credits coincide exactly
@@ -168,6 +176,7 @@ SHAPES: dict[str, Callable[[random.Random, int, int], Snapshot]] = {
     "eligible": _shape(_Draw(eligible=True)),
     "skewed": _shape(_Draw(skewed=True)),
     "all": _shape(_Draw(multi=True, ties=True, eligible=True, skewed=True)),
+    "everywhere": _shape(_Draw(everywhere=True, eligible=True, skewed=True)),
     "adversarial": _adversarial,
     "crowded": _crowded,
     "degenerate": _degenerate,
