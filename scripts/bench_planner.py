@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc).splitlines()[0])
     headers = ["shape", "size", "cpu p50", "cpu p95", "cpu p99", "K proven", "exact", "worst K gap",
                "vs MILP (K)"]
-    # as a coordinator starts (the policy built, so the compiled kernels loaded): what the imports left
+    # as a coordinator starts (the TAO policy built, so the compiled kernels loaded): what the imports left
     # moved out of the collector's way, else the first full collection (~50 ms) lands in some snapshot's time
     get_policy("tao", config)
     gc.collect()

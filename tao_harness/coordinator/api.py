@@ -246,7 +246,7 @@ def build_app(coordinator: Coordinator, token: str | None = None) -> web.Applica
     app[CHANNELS] = ChannelBook()
 
     async def background(app: web.Application) -> AsyncIterator[None]:
-        # what imports and the planner's compiled kernels left (the policy is built: planner/warm.py), out
+        # what imports and the planner's compiled kernels left (the TAO policy is built: planner/warm.py), out
         # of the garbage collector's way: its full collections (~50 ms with numba loaded) would land in plans
         gc.collect()
         gc.freeze()

@@ -61,7 +61,7 @@ def complete_flat(credit: list[dict[int, int]], size: tuple[int, ...], room: tup
     try:
         search.visit(sorted(allowed), dict(enumerate(room)), 0, {})
     except _Reached:
-        return Completion(search.found, True, search.nodes)
+        pass  # a placement reached the target: proven, as an exhausted search is
     except SearchLimit:
         return Completion(search.found, False, search.nodes)
     return Completion(search.found, True, search.nodes)

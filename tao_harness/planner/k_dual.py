@@ -105,10 +105,10 @@ class DualArrays:
 
 @dataclass(frozen=True, slots=True)
 class DualOutcome:
-    """What the steps established: the best bound (floored), its multipliers, and the best placement
-    the repairs found when it beats the incumbent given."""
+    """What the steps established: the best bound L(λ), its multipliers, and the best placement the
+    repairs found when it beats the incumbent given."""
 
-    bound: int
+    bound: float  # not floored to the credits' step (the caller does)
     multipliers: np.ndarray  # float64[n], 0 for sessions open on one node
     steps: int
     placement: dict[int, int] | None  # problem session -> node, the open sessions only
@@ -126,8 +126,7 @@ def dual_steps(arrays: DualArrays, lam: np.ndarray, iterations: int, fixed_value
     found = None
     if value + fixed_value > best_value:
         found = {int(arrays.sessions[s]): int(b) for s, b in enumerate(placement) if b >= 0}
-    floored = math.floor(bound + EPS) // step * step if bound < math.inf else math.inf
-    return DualOutcome(floored, best_lam, steps, found, int(round(value)))
+    return DualOutcome(bound, best_lam, steps, found, int(round(value)))
 
 
 @njit(cache=True)
@@ -210,7 +209,6 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
     return best_bound, best_lam, steps, best_placement, best_found
 
 
-
 @dataclass(frozen=True, slots=True)
 class ProbeOutcome:
     """What probing every way to place each session established (see `probe`)."""
@@ -243,7 +241,6 @@ def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int
         ways.append((int(way_bound[hi - lo]), split_session, None))
         split = sorted((w for w in ways if w[0] > best_value), key=lambda w: (-w[0], w[2] is None, w[2] or 0))
     return ProbeOutcome(bool(settled), place, drop, split)
-
 
 
 @njit(cache=True)
@@ -312,6 +309,7 @@ def _node_items(b, size, node_start, pair_session, pair_credit, lam):
         profits[q - lo] = pair_credit[q] - lam[pair_session[q]]
     return sizes, profits
 
+
 @njit(cache=True)
 def forced_tables(size: np.ndarray, profit: np.ndarray, room: int) -> tuple[float, np.ndarray, np.ndarray]:
     """KP (the knapsack of items j, `size[j]` int64 and `profit[j]` float64, within `room`), and per item
@@ -348,4 +346,3 @@ def _add(table: np.ndarray, out: np.ndarray, w: int, p: float) -> None:
     for c in range(w, table.shape[0]):
         if table[c - w] + p > out[c]:
             out[c] = table[c - w] + p
-

@@ -283,7 +283,7 @@ class _Search:
             self.best_placement, self.polished = {**sub.fixed, **outcome.placement}, False
         best_lam = {i: x for i, x, shared in zip(arrays.sessions.tolist(), outcome.multipliers.tolist(),
                                                   arrays.shared.tolist()) if shared}
-        return outcome.bound, best_lam
+        return self.floor(outcome.bound), best_lam
 
     def _probe(self, sub: _Sub, lam: dict[int, float]) -> _Sub | list[tuple[int, int, int | None]] | None:
         """Bound, at multipliers `lam`, every way to place each session (planner/k_dual.py). Returns None

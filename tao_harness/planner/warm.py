@@ -2,7 +2,7 @@
 
 The first call of each kernel in a process costs about a second on a new install (compiling; numba then
 caches the machine code beside the source) and a few to tens of milliseconds after (loading it). Building
-a policy (policies/registry.py) calls `warm_up`, so that cost never falls within a plan's deadline.
+a TAO policy (policies/tao.py) calls `warm_up`, so that cost never falls within a plan's deadline.
 """
 
 from __future__ import annotations

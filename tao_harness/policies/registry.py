@@ -59,12 +59,7 @@ def describe(name: str) -> str:
 
 
 def get_policy(name: str, config: PlannerConfig | None = None) -> Policy:
-    """A fresh policy instance, ready to plan: the planner's compiled kernels are loaded here (once per
-    process; planner/warm.py), not within the first plan's deadline. Unknown names raise ValueError
-    listing the valid ones."""
+    """A fresh policy instance; unknown names raise ValueError listing the valid ones."""
     if name not in POLICIES:
         raise ValueError(f"unknown policy {name!r}; choose one of: {', '.join(policy_names())}")
-    from tao_harness.planner.warm import warm_up  # numba takes ~1 s to import: only once a policy is built
-
-    warm_up()
     return POLICIES[name](config or PlannerConfig())

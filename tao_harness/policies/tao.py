@@ -15,6 +15,7 @@ from tao_harness.config import PlannerConfig
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.problem import Problem, Solution, Value, build_problem, objective
 from tao_harness.planner.solve import Method, solve
+from tao_harness.planner.warm import warm_up
 from tao_harness.policies.common import assignment, by_value, make_plan
 from tao_harness.policies.aging import admit_overdue
 from tao_harness.policies.interrupts import kept_value, plan_interrupts
@@ -38,6 +39,7 @@ class TaoPolicy:
         self.solver: Method = solver
         self.use_readiness = use_readiness
         self.use_cache = use_cache
+        warm_up()  # the planner's compiled kernels loaded now, not within the first plan's deadline
 
     def view(self, snapshot: Snapshot) -> "_View":
         return _View(snapshot, self.use_cache, self.use_readiness)
