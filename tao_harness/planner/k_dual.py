@@ -4,8 +4,8 @@ with numba.
 A K sub-problem is laid out as arrays: its open pairs grouped by node (`DualArrays.pair_*`, node b's
 pairs at `node_start[b]:node_start[b + 1]`), and per session the same pairs ranked best credit first
 (`rank_*`). Each step solves the knapsacks whose profits k − λ changed (planner/knapsack.py), bounds K
-by L(λ), repairs the knapsacks' choices into a placement, and moves the shared sessions' multipliers
-along the subgradient. A probe bounds every way to place each session (each node's knapsack with it
+by L(λ), repairs the knapsacks' choices into a placement, polishes it by local search when it is near the
+best so far (planner/k_polish.py), and moves the shared sessions' multipliers along the subgradient. A probe bounds every way to place each session (each node's knapsack with it
 forced in or out). Steps are a few tens of microseconds here, against about a millisecond as Python
 dictionaries, and the hard snapshots take hundreds of them.
 """
@@ -18,8 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from tao_harness.planner.k_polish import polish
 from tao_harness.planner.knapsack import knapsack_kernel
 
+_SLACK = 0.003  # how far below the best raw repair so far a repair is still polished (measured on the
+# everywhere shape, 160 x 8: 0 polishes too few, every repair costs a third more time for no better K)
 _STALL = 4  # steps without a better bound before the step size halves
 EPS = 1e-6  # float slack when flooring the bound (profits are integers below 2^53)
 OPEN = -2  # a session's place in a probe or a restriction while it keeps several ways (-1: on none)
@@ -139,7 +142,8 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
     best_bound, best_lam = np.inf, lam.copy()
     best_placement = np.full(n, -1, dtype=np.int64)
     best_found = -1.0  # K of best_placement over the open pairs
-    placement = np.full(n, -1, dtype=np.int64)
+    best_raw = -1.0  # K of the best repair before polishing
+    at = np.full(n, -1, dtype=np.int64)  # the repair's placement: per session, its pair (-1: none)
     count = np.zeros(n, dtype=np.int64)
     left = np.empty(m, dtype=np.int64)
     move_size, stall, steps = first_step, 0, 0
@@ -160,32 +164,40 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
         else:
             stall += 1
         # repair: a session chosen on several nodes stays on its best; the others, highest credit first,
-        # go to their best node with room
+        # go to their best node with room; then the local search (planner/k_polish.py)
         count[:] = 0
-        placement[:] = -1
+        raw = 0.0
+        at[:] = -1
         left[:] = room
-        value = 0.0
         for s in range(n):
             for r in range(rank_start[s], rank_start[s + 1]):
                 p = rank_pair[r]
                 if chosen[p]:
                     count[s] += 1
-                    if placement[s] < 0:
-                        placement[s] = pair_node[p]
+                    if at[s] < 0:
+                        at[s] = p
                         left[pair_node[p]] -= size[s]
-                        value += pair_credit[p]
+                        raw += pair_credit[p]
         for s in by_credit:
-            if placement[s] < 0:
+            if at[s] < 0:
                 for r in range(rank_start[s], rank_start[s + 1]):
                     p = rank_pair[r]
                     if left[pair_node[p]] >= size[s]:
-                        placement[s] = pair_node[p]
+                        at[s] = p
                         left[pair_node[p]] -= size[s]
-                        value += pair_credit[p]
+                        raw += pair_credit[p]
                         break
+        value = raw
+        # polished when the raw repair does not reach the bound already and is near the best raw one (a
+        # polish costs a few knapsacks; most repairs far below the best do not polish into a better one)
+        if fixed_value + raw < math.floor(best_bound + EPS) // step * step and raw >= best_raw * (1 - _SLACK):
+            value = polish(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node,
+                           by_credit, at)
+        best_raw = max(best_raw, raw)
         if value > best_found:
             best_found = value
-            best_placement[:] = placement
+            for s in range(n):
+                best_placement[s] = pair_node[at[s]] if at[s] >= 0 else -1
             if fixed_value + value > best_value:
                 best_value = fixed_value + value
         if math.floor(best_bound + EPS) // step * step <= best_value or best_value >= ceiling:
