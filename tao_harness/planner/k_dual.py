@@ -18,11 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.k_polish import polish
 from tao_harness.planner.knapsack import knapsack_kernel
 
 _SLACK = 0.003  # how far below the best raw repair so far a repair is still polished (measured on the
 # everywhere shape, 160 x 8: 0 polishes too few, every repair costs a third more time for no better K)
+_CHUNK = 2  # steps between deadline checks
 _STALL = 4  # steps without a better bound before the step size halves
 EPS = 1e-6  # float slack when flooring the bound (profits are integers below 2^53)
 OPEN = -2  # a session's place in a probe or a restriction while it keeps several ways (-1: on none)
@@ -119,34 +121,64 @@ class DualOutcome:
 
 
 def dual_steps(arrays: DualArrays, lam: np.ndarray, iterations: int, fixed_value: int, best_value: int,
-               step: int, first_step: float, ceiling: float) -> DualOutcome:
+               step: int, first_step: float, ceiling: float, deadline: Deadline | None = None) -> DualOutcome:
     """Up to `iterations` subgradient steps from multipliers `lam`, stopping once the bound reaches the
-    incumbent `best_value` (K of the whole sub-problem, fixed part included) or a placement reaches
-    `ceiling`. `step`: every K is a multiple of it."""
-    bound, best_lam, steps, placement, value = _steps(
-        *arrays.layout(), lam.copy(), iterations,
-        float(fixed_value), float(best_value), float(step), first_step, float(min(ceiling, 2.0 ** 62)))
+    incumbent `best_value` (K of the whole sub-problem, fixed part included), a placement reaches
+    `ceiling`, or `deadline` passes (checked every `_CHUNK` steps: with credit on every node of a large
+    snapshot a step is a millisecond). `step`: every K is a multiple of it."""
+    m, n = len(arrays.room), len(arrays.sessions)
+    path = _Path(lam.copy(), lam.copy(), np.zeros(len(arrays.pair_session), dtype=np.bool_), np.zeros(m),
+                 np.ones(m, dtype=np.bool_), np.full(n, -1, dtype=np.int64),
+                 np.array([np.inf, first_step, 0.0, -1.0, -1.0, float(best_value)]))
+    steps = 0
+    while steps < iterations:
+        chunk = iterations - steps if deadline is None else min(_CHUNK, iterations - steps)
+        taken, done = _steps(*arrays.layout(), *path.layout(), chunk, float(fixed_value), float(step),
+                             float(min(ceiling, 2.0 ** 62)))
+        steps += taken
+        if done or (deadline is not None and deadline.passed()):
+            break
+    best_bound, value = path.state[_BEST_BOUND], path.state[_BEST_FOUND]
     found = None
     if value + fixed_value > best_value:
-        found = {int(arrays.sessions[s]): int(b) for s, b in enumerate(placement) if b >= 0}
-    return DualOutcome(bound, best_lam, steps, found, int(round(value)))
+        found = {int(arrays.sessions[s]): int(b) for s, b in enumerate(path.placement) if b >= 0}
+    return DualOutcome(best_bound, path.best_lam, steps, found, int(round(value)))
+
+
+# the subgradient path's scalars, as `_Path.state` holds them
+_BEST_BOUND, _MOVE, _STALLED, _BEST_RAW, _BEST_FOUND, _INCUMBENT = range(6)
+
+
+@dataclass(frozen=True, slots=True)
+class _Path:
+    """The subgradient path between chunks of steps (the kernel updates these in place)."""
+
+    lam: np.ndarray  # float64[n]: the current multipliers
+    best_lam: np.ndarray  # float64[n]: those of the best bound
+    chosen: np.ndarray  # bool[P]: the knapsacks' choices at `lam`
+    node_value: np.ndarray  # float64[m]: each node's knapsack value at `lam`
+    dirty: np.ndarray  # bool[m]: the nodes whose profits changed since their knapsack was solved
+    placement: np.ndarray  # int64[n]: the best placement found (a node per session, -1: none)
+    state: np.ndarray  # float64: best bound, step size, steps stalled, best raw repair's K, best placement's
+    # K (over the open pairs), the incumbent's K (fixed part included)
+
+    def layout(self) -> tuple[np.ndarray, ...]:
+        return self.lam, self.best_lam, self.chosen, self.node_value, self.dirty, self.placement, self.state
 
 
 @njit(cache=True)
 def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, by_credit,
-           shared, lam, iterations, fixed_value, best_value, step, first_step, ceiling):
-    m, n, pairs = room.shape[0], size.shape[0], pair_session.shape[0]
-    chosen = np.zeros(pairs, dtype=np.bool_)
-    node_value = np.zeros(m)
-    dirty = np.ones(m, dtype=np.bool_)
-    best_bound, best_lam = np.inf, lam.copy()
-    best_placement = np.full(n, -1, dtype=np.int64)
-    best_found = -1.0  # K of best_placement over the open pairs
-    best_raw = -1.0  # K of the best repair before polishing
+           shared, lam, best_lam, chosen, node_value, dirty, best_placement, state, iterations, fixed_value, step,
+           ceiling):
+    """Up to `iterations` steps along the path; the steps taken and whether the path is done (bound
+    reached, ceiling reached or no conflict left)."""
+    m, n = room.shape[0], size.shape[0]
+    best_bound, move_size, stall = state[_BEST_BOUND], state[_MOVE], int(state[_STALLED])
+    best_raw, best_found, best_value = state[_BEST_RAW], state[_BEST_FOUND], state[_INCUMBENT]
     at = np.full(n, -1, dtype=np.int64)  # the repair's placement: per session, its pair (-1: none)
     count = np.zeros(n, dtype=np.int64)
     left = np.empty(m, dtype=np.int64)
-    move_size, stall, steps = first_step, 0, 0
+    steps, done = 0, False
     for _ in range(iterations):
         steps += 1
         for b in range(m):
@@ -160,7 +192,8 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
             if shared[s]:
                 bound += lam[s]
         if bound < best_bound - EPS:
-            best_bound, best_lam, stall = bound, lam.copy(), 0
+            best_bound, stall = bound, 0
+            best_lam[:] = lam
         else:
             stall += 1
         # repair: a session chosen on several nodes stays on its best; the others, highest credit first,
@@ -201,12 +234,14 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
             if fixed_value + value > best_value:
                 best_value = fixed_value + value
         if math.floor(best_bound + EPS) // step * step <= best_value or best_value >= ceiling:
+            done = True
             break
         norm = 0.0
         for s in range(n):
             if shared[s]:
                 norm += (1 - count[s]) ** 2
         if norm == 0:
+            done = True
             break  # no conflict, every priced session chosen once: L is attained by the placement
         if stall >= _STALL:
             move_size, stall = move_size / 2, 0
@@ -218,7 +253,9 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
                     lam[s] = new
                     for r in range(rank_start[s], rank_start[s + 1]):
                         dirty[pair_node[rank_pair[r]]] = True
-    return best_bound, best_lam, steps, best_placement, best_found
+    state[_BEST_BOUND], state[_MOVE], state[_STALLED] = best_bound, move_size, stall
+    state[_BEST_RAW], state[_BEST_FOUND], state[_INCUMBENT] = best_raw, best_found, best_value
+    return steps, done
 
 
 @dataclass(frozen=True, slots=True)

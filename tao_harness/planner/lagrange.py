@@ -62,6 +62,7 @@ from tao_harness.planner.problem import Packer, Problem, total_value
 
 _FIRST_ITERATIONS = 8  # subgradient steps before the LP relaxation is brought in (most settle by then)
 _ITERATIONS = 40  # subgradient steps at most at the root (each solves the knapsacks whose profits changed)
+_FLAT_STEPS = 20
 _CHILD_ITERATIONS = 6  # below the root (warm-started from the parent's multipliers), or before a split
 _AFTER_PROBE_ITERATIONS = 2  # after probing closed or fixed pairs
 _RESHUFFLES = 80  # rounds of the root's large-neighbourhood search at most (~1 ms each)
@@ -157,6 +158,10 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
             if value_of(fill) > value_of(start):
                 start = refill(fill)
             target = int(min(search.floor(relaxation.bound), search.ceiling))
+            search.offer(start, value_of(start))
+            search.dual(root, lam, _FLAT_STEPS)  # type: ignore[arg-type]
+            if search.best_value > value_of(start):
+                start = search.best_placement
             search.offer(*reshuffle_toward(start, target))
             # what the reshuffle missed, searched exactly (on the nested DP, so only where the ceiling's paid)
             if search.best_value < target and ceiling is not None:
@@ -279,7 +284,7 @@ class _Search:
         incumbent."""
         arrays = sub.arrays
         outcome = dual_steps(arrays, _multipliers(arrays, lam), iterations, sub.fixed_value, self.best_value,
-                             self.step, _STEP0, self.ceiling)
+                             self.step, _STEP0, self.ceiling, self.deadline)
         self.iterations += outcome.steps
         if outcome.placement is not None:
             self.best_value = sub.fixed_value + outcome.value
