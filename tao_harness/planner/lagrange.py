@@ -26,8 +26,7 @@ Placements come from the knapsacks' choices: a session chosen on several nodes s
 then left-out sessions are shifted in and each node is re-packed exactly over its sessions and the
 unplaced ones, at every step whose repair is near the best one (compiled, planner/k_polish.py: the path's
 many repairs polished find placements within ~0.1% of the optimum where the best one polished once was up
-to 1% short), and once more on the best placement with pairs of rooms too (planner/shift.py,
-planner/improve.py). With flat credits (a session worth the same on each
+to 1% short), and once more on the best placement with pairs of rooms too (planner/improve.py). With flat credits (a session worth the same on each
 of its nodes), where the LP bound is usually tight and fragmentation hides the placement reaching it,
 the best of the LP's whole placements and the nodes filled one by one exactly (planner/fill.py) is also
 reshuffled toward that bound, and what the reshuffle misses is searched exactly by bin completion
@@ -54,10 +53,12 @@ from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.fill import node_fills
 from tao_harness.planner.improve import Improver
 from tao_harness.planner.k_bins import complete_flat
-from tao_harness.planner.k_dual import EPS, OPEN, DualArrays, dual_steps, probe
+from tao_harness.planner.k_arrays import OPEN, DualArrays
+from tao_harness.planner.k_dual import EPS, dual_steps, probe
 from tao_harness.planner.k_lp import KRelaxation, k_relaxation
+from tao_harness.planner.k_polish import polish_placement
 from tao_harness.planner.k_nested import k_ceiling
-from tao_harness.planner.shift import Shifter, reshuffle
+from tao_harness.planner.reshuffle import reshuffle
 from tao_harness.planner.problem import Packer, Problem, total_value
 
 _FIRST_ITERATIONS = 8  # subgradient steps before the LP relaxation is brought in (most settle by then)
@@ -104,23 +105,24 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     k_problem = _k_only(problem, credit)
     k_packer = Packer.for_problem(k_problem)
     improver = cache(lambda: Improver(k_problem, k_packer))  # built on the first polish (most need none)
-    shifter = Shifter(k_problem)
+    arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size, dtype=np.int64))
 
     def value_of(placement: dict[int, int]) -> int:
         return total_value(k_problem, k_packer, placement) >> k_packer.shift_k
 
     def refill(placement: dict[int, int], until: Deadline | None = None) -> dict[int, int]:
-        """Left-out sessions shifted in, then each node re-packed exactly (planner/improve.py), or as many
-        as `until` allows (with credit on every node, re-packing all pairs of nodes takes ~10 ms)."""
-        return improver().improve(shifter.shift_in(placement), passes=1, deadline=until)
+        """Left-out sessions shifted in and each node re-packed exactly (compiled, planner/k_polish.py), then
+        pairs of nodes re-packed together (planner/improve.py), as many as `until` allows (with credit on
+        every node, re-packing all pairs of nodes takes ~10 ms)."""
+        return improver().improve(polish_placement(arrays, placement), passes=1, deadline=until)
 
     def polish(placement: dict[int, int]) -> tuple[dict[int, int], int]:
-        """`placement` refilled, and its K."""
-        better = refill(placement)
+        """`placement` refilled (as far as the deadline allows), and its K."""
+        better = refill(placement, deadline)
         return better, value_of(better)
 
     def reshuffle_toward(placement: dict[int, int], target: int) -> tuple[dict[int, int], int]:
-        """`placement` reshuffled toward K = `target` (planner/shift.py), and its K; its rounds, and the
+        """`placement` reshuffled toward K = `target` (planner/reshuffle.py), and its K; its rounds, and the
         re-packs within a round, stop at the reshuffle's share of the deadline."""
         until = None if deadline is None else deadline.share(_RESHUFFLE_SHARE)
         return reshuffle(placement, problem.m, value_of, lambda kept: refill(kept, until), target, _RESHUFFLES,
@@ -136,7 +138,7 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     lam: dict[int, float] = {}
     for i in shared:  # shared sessions start at their second-best credit: only their best node wants them
         lam[i] = float(sorted((column[i] for column in credit if i in column), reverse=True)[1])
-    root: _Sub | None = _Sub(DualArrays.of(credit, list(problem.room), search.size), {}, 0)
+    root: _Sub | None = _Sub(arrays, {}, 0)
     relaxation, first = None, math.inf
     if shared and not flat:  # a few cheap steps first: most K levels are settled by them
         first, first_lam = search.dual(root, lam, _FIRST_ITERATIONS)  # type: ignore[arg-type]

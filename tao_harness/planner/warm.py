@@ -13,7 +13,8 @@ from functools import cache
 import numpy as np
 
 from tao_harness.planner.certificate import surrogate_knapsack
-from tao_harness.planner.k_dual import DualArrays, dual_steps, forced_tables, probe
+from tao_harness.planner.k_arrays import DualArrays
+from tao_harness.planner.k_dual import dual_steps, forced_tables, probe
 from tao_harness.planner.knapsack import knapsack_kernel
 
 

@@ -10,7 +10,8 @@ from itertools import combinations
 
 import numpy as np
 
-from tao_harness.planner.k_dual import EPS, OPEN, DualArrays, dual_steps, forced_tables, probe
+from tao_harness.planner.k_arrays import OPEN, DualArrays
+from tao_harness.planner.k_dual import EPS, dual_steps, forced_tables, probe
 from tao_harness.planner.lagrange import credit_matrix
 from tao_harness.planner.problem import build_problem, is_feasible
 from tao_harness.planner.shapes import SHAPES

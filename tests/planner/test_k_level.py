@@ -1,20 +1,24 @@
 """The K level's parts (planner/lagrange.py, planner/knapsack.py, planner/fill.py, planner/k_lp.py,
-planner/shift.py) against brute force: the knapsack is exact, node fills are feasible, every LP-derived
-bound holds, shift moves never lose K, and the credits' gcd is used."""
+planner/k_polish.py, planner/reshuffle.py) against brute force: the knapsack is exact, node fills are
+feasible, every LP-derived bound holds, shift moves never lose K, and the credits' gcd is used."""
 
 from __future__ import annotations
 
 import random
 from itertools import combinations, product
 
+import numpy as np
+
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.fill import node_fills
+from tao_harness.planner.k_arrays import DualArrays
 from tao_harness.planner.k_lp import k_relaxation
+from tao_harness.planner.k_polish import polish_placement
 from tao_harness.planner.knapsack import knapsack
 from tao_harness.planner.lagrange import credit_matrix, k_level
 from tao_harness.planner.problem import Problem, build_problem, is_feasible
 from tao_harness.planner.shapes import SHAPES
-from tao_harness.planner.shift import reshuffle, shift_in
+from tao_harness.planner.reshuffle import reshuffle
 
 
 def k_of(problem: Problem, placement: dict[int, int]) -> int:
@@ -113,6 +117,12 @@ def test_node_fills_are_feasible_and_fill_their_first_node_best() -> None:
         for placement in (smallest_first, largest_first):
             assert is_feasible(problem, placement) and all(i in credit[b] for i, b in placement.items())
         assert sum(credit[first][i] for i, b in smallest_first.items() if b == first) == best_first
+
+
+def shift_in(problem: Problem, placement: dict[int, int]) -> dict[int, int]:
+    """`placement` polished by the compiled local search over the problem's credited pairs."""
+    credit = credit_matrix(problem)
+    return polish_placement(DualArrays.of(credit, list(problem.room), np.array(problem.size)), placement)
 
 
 def test_shift_makes_room_by_moving_a_session_to_its_other_credit_node() -> None:

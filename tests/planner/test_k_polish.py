@@ -8,7 +8,7 @@ import random
 
 import numpy as np
 
-from tao_harness.planner.k_dual import DualArrays
+from tao_harness.planner.k_arrays import DualArrays
 from tao_harness.planner.k_polish import polish
 from test_k_dual import small_k_problems
 from test_k_level import every_k_placement, k_of

@@ -1,0 +1,88 @@
+"""A K sub-problem's open pairs laid out as the compiled kernels read them (planner/k_dual.py,
+planner/k_polish.py): grouped by node, and per session ranked best credit first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+OPEN = -2  # a session's place in a probe or a restriction while it keeps several ways (-1: on none)
+
+
+@dataclass(frozen=True, slots=True)
+class DualArrays:
+    """A K sub-problem's open pairs, as the kernel reads them. Sessions are numbered 0..n−1 here
+    (`sessions[s]`: the problem's session index)."""
+
+    sessions: np.ndarray  # int64[n]: the problem's session of each local session
+    size: np.ndarray  # int64[n]: its size, quanta
+    room: np.ndarray  # int64[m]: the rooms left
+    node_start: np.ndarray  # int64[m + 1]: node b's pairs are pair_session[node_start[b]:node_start[b + 1]]
+    pair_session: np.ndarray  # int64[P]: the local session of each pair
+    pair_credit: np.ndarray  # float64[P]: its credit k
+    rank_start: np.ndarray  # int64[n + 1]: session s's pairs, best credit first (then lower node), are
+    rank_pair: np.ndarray  # int64[P]: rank_pair[rank_start[s]:rank_start[s + 1]] (indices into pair_*)
+    pair_node: np.ndarray  # int64[P]: the node of each pair
+    by_credit: np.ndarray  # int64[n]: sessions by best credit, highest first: the repair's order
+    shared: np.ndarray  # bool[n]: open on several nodes (only these carry a multiplier)
+
+    def layout(self) -> tuple[np.ndarray, ...]:
+        """The arrays in the order the kernels take them."""
+        return (self.size, self.room, self.node_start, self.pair_session, self.pair_credit, self.rank_start,
+                self.rank_pair, self.pair_node, self.by_credit, self.shared)
+
+    @classmethod
+    def of(cls, credit: list[dict[int, int]], room: list[int], size: np.ndarray) -> DualArrays:
+        """The arrays of open pairs `credit[b]` (session -> k) within rooms `room`; `size`: int64, every
+        session's size."""
+        counts = np.array([len(column) for column in credit], dtype=np.int64)
+        owner = np.fromiter((i for column in credit for i in column), dtype=np.int64, count=int(counts.sum()))
+        pair_credit = np.fromiter((k for column in credit for k in column.values()), dtype=np.float64,
+                                  count=len(owner))
+        pair_node = np.repeat(np.arange(len(credit), dtype=np.int64), counts)
+        return cls._of_pairs(owner, pair_node, pair_credit, np.array(room, dtype=np.int64), size)
+
+    @classmethod
+    def _of_pairs(cls, owner: np.ndarray, pair_node: np.ndarray, pair_credit: np.ndarray, room: np.ndarray,
+                  size: np.ndarray) -> DualArrays:
+        """The arrays of the pairs (problem session `owner[p]`, node `pair_node[p]`, credit), grouped by
+        node (numpy sorts: a search builds one per sub-problem, with credit on most nodes over hundreds of
+        pairs)."""
+        sessions, pair_session = np.unique(owner, return_inverse=True)
+        rank_pair = np.lexsort((pair_node, -pair_credit, pair_session))  # by session, best credit, lower node
+        per_session = np.bincount(pair_session, minlength=len(sessions))
+        rank_start = np.concatenate(([0], np.cumsum(per_session)))
+        best = pair_credit[rank_pair[rank_start[:-1]]]
+        return cls(
+            sessions=sessions,
+            size=size[sessions],
+            room=room,
+            node_start=np.concatenate(([0], np.cumsum(np.bincount(pair_node, minlength=len(room))))),
+            pair_session=pair_session.astype(np.int64),
+            pair_credit=pair_credit,
+            rank_start=rank_start,
+            rank_pair=rank_pair.astype(np.int64),
+            pair_node=pair_node,
+            by_credit=np.lexsort((sessions, -best)).astype(np.int64),
+            shared=per_session > 1,
+        )
+
+    def restricted(self, place: np.ndarray, drop: np.ndarray, size: np.ndarray
+                   ) -> tuple[DualArrays, dict[int, int], int] | None:
+        """The sub-problem with each session s of `place[s]` ≥ 0 fixed on that node (-1: on none of its
+        nodes; OPEN: still open) and the pairs of `drop` closed; the pairs left that no longer fit their
+        room close too. Returns it, the sessions fixed on a node (problem session -> node) and the credit
+        they collect; None when they overflow a room. `size`: int64, every session's size."""
+        placed = place >= 0
+        room = self.room - np.bincount(place[placed], weights=self.size[placed], minlength=len(self.room)
+                                       ).astype(np.int64)
+        if len(room) and room.min() < 0:
+            return None
+        fixed_on = place[self.pair_session] == self.pair_node  # the pairs the fixed sessions sit on
+        value = int(self.pair_credit[fixed_on].sum())
+        fits = self.size[self.pair_session] <= room[self.pair_node]
+        keep = (place[self.pair_session] == OPEN) & ~drop & fits
+        fixed = dict(zip(self.sessions[placed].tolist(), place[placed].tolist()))
+        return (self._of_pairs(self.sessions[self.pair_session[keep]], self.pair_node[keep],
+                               self.pair_credit[keep], room, size), fixed, value)
