@@ -21,40 +21,40 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 
+from tao_harness.planner.k_arrays import DualArrays
+
 _SCALE = 1 << 20  # node prices are rounded to multiples of 2^-20 (any μ ≥ 0 gives a valid bound)
 
 
 @dataclass(frozen=True, slots=True)
 class KRelaxation:
-    """What the LP relaxation established about K."""
+    """What the LP relaxation established about K, over the pairs of the `DualArrays` it was given."""
 
     bound: int  # ⌊D(μ)⌋ ≥ K of every feasible placement
-    multipliers: dict[int, float]  # λ_i(μ) per credited session
+    multipliers: dict[int, float]  # λ_i(μ) per credited session (problem session index), where positive
     whole: dict[int, int]  # the sessions the LP placed whole: session -> node
-    with_pair: dict[tuple[int, int], int]  # (i, b) -> ⌊D(μ) − reduced cost⌋ ≥ K of placements with i on b
-    without: dict[int, int]  # i -> ⌊D(μ) − λ_i⌋ ≥ K of placements leaving i off its credit nodes
+    with_pair: np.ndarray  # int64 per pair: ⌊D(μ) − its reduced cost⌋ ≥ K of placements holding that pair
+    without: np.ndarray  # int64 per local session: ⌊D(μ) − λ_i⌋ ≥ K of placements leaving it off its nodes
 
 
-def k_relaxation(credit: list[dict[int, int]], size: tuple[int, ...], room: list[int]) -> KRelaxation | None:
-    """The LP relaxation over the credited pairs `credit[b]` (session -> k); None when HiGHS fails."""
-    pairs = [(i, b) for b, column in enumerate(credit) for i in column]
-    if not pairs:
+def k_relaxation(arrays: DualArrays) -> KRelaxation | None:
+    """The LP relaxation over the open pairs of `arrays`; None when there are none or HiGHS fails."""
+    count, n = len(arrays.pair_session), len(arrays.sessions)
+    if not count:
         return None
-    sessions = sorted({i for i, _ in pairs})
-    row_of = {i: r for r, i in enumerate(sessions)}
-    count, rows = len(pairs), len(sessions) + len(credit)
-    index = np.empty(2 * count, dtype=np.int32)
+    session, node = arrays.pair_session, arrays.pair_node
+    size = arrays.size[session]
+    index = np.empty(2 * count, dtype=np.int32)  # column j: its session's row, then its node's
+    index[0::2], index[1::2] = session, n + node
     value = np.empty(2 * count)
-    for j, (i, b) in enumerate(pairs):
-        index[2 * j], index[2 * j + 1] = row_of[i], len(sessions) + b
-        value[2 * j], value[2 * j + 1] = 1.0, float(size[i])
+    value[0::2], value[1::2] = 1.0, size
     lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = count, rows
+    lp.num_col_, lp.num_row_ = count, n + len(arrays.room)
     lp.sense_ = highspy.ObjSense.kMaximize
-    lp.col_cost_ = np.array([float(credit[b][i]) for i, b in pairs])
+    lp.col_cost_ = arrays.pair_credit
     lp.col_lower_, lp.col_upper_ = np.zeros(count), np.ones(count)
-    lp.row_lower_ = np.full(rows, -highspy.kHighsInf)
-    lp.row_upper_ = np.array([1.0] * len(sessions) + [float(r) for r in room])
+    lp.row_lower_ = np.full(lp.num_row_, -highspy.kHighsInf)
+    lp.row_upper_ = np.concatenate((np.ones(n), arrays.room.astype(np.float64)))
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_ = np.arange(0, 2 * count + 1, 2, dtype=np.int32)
     lp.a_matrix_.index_, lp.a_matrix_.value_ = index, value
@@ -66,20 +66,27 @@ def k_relaxation(credit: list[dict[int, int]], size: tuple[int, ...], room: list
     if solver.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
     solution = solver.getSolution()
-    duals = solution.row_dual[len(sessions):]
-    prices = [round(abs(float(d)) * _SCALE) for d in duals]  # μ_b · 2^20, integers: exact arithmetic below
-    scaled: dict[int, int] = {}  # λ_i(μ) · 2^20
-    for b, column in enumerate(credit):
-        for i, k in column.items():
-            reduced = k * _SCALE - size[i] * prices[b]
-            if reduced > scaled.get(i, 0):
-                scaled[i] = reduced
-    total = sum(p * r for p, r in zip(prices, room)) + sum(scaled.values())
-    whole = {i: b for (i, b), x in zip(pairs, solution.col_value) if x > 1 - 1e-9}
+    # μ_b · 2^20 as integers, exact arithmetic below (Python integers past int64's range)
+    exact = np.int64 if _fits_int64(arrays) else object
+    prices = np.round(np.abs(np.asarray(solution.row_dual[n:])) * _SCALE).astype(np.int64).astype(exact)
+    credit = arrays.pair_credit.astype(np.int64).astype(exact)
+    reduced = credit * _SCALE - size.astype(exact) * prices[node]
+    scaled = np.zeros(n, dtype=np.int64).astype(exact)  # λ_i(μ) · 2^20 = max(0, max_b k_ib − w̄_i μ_b)
+    np.maximum.at(scaled, session, reduced)
+    total = int((prices * arrays.room.astype(exact)).sum() + scaled.sum())
+    taken = np.asarray(solution.col_value) > 1 - 1e-9
+    sessions = arrays.sessions.tolist()
+    whole = {sessions[s]: b for s, b in zip(session[taken].tolist(), node[taken].tolist())}
     # a placement holding pair (i, b) loses its reduced cost λ_i + w̄_i μ_b − k_ib ≥ 0 from D(μ); one
     # leaving session i out loses λ_i (weak duality with those terms kept)
-    with_pair = {(i, b): (total - (scaled.get(i, 0) + size[i] * prices[b] - credit[b][i] * _SCALE)) // _SCALE
-                 for i, b in pairs}
-    without = {i: (total - scaled.get(i, 0)) // _SCALE for i in sessions}
-    return KRelaxation(total // _SCALE, {i: lam / _SCALE for i, lam in scaled.items()}, whole, with_pair,
-                       without)
+    with_pair = ((total - (scaled[session] - reduced)) // _SCALE).astype(np.int64)
+    without = ((total - scaled) // _SCALE).astype(np.int64)
+    multipliers = {sessions[s]: int(lam) / _SCALE for s, lam in enumerate(scaled.tolist()) if lam > 0}
+    return KRelaxation(total // _SCALE, multipliers, whole, with_pair, without)
+
+
+def _fits_int64(arrays: DualArrays) -> bool:
+    """Whether D(μ)'s terms, scaled by 2^20, stay within int64 (credits of real snapshots do by far): an
+    optimal μ_b is at most the largest credit per quantum, so Σ C̄_b μ_b + Σ λ_i ≤ k_max (Σ C̄_b + n)."""
+    top = float(arrays.pair_credit.max(initial=0.0)) * (float(arrays.room.sum()) + len(arrays.sessions) + 1)
+    return top * _SCALE * 4 < 2.0 ** 62

@@ -59,7 +59,7 @@ from tao_harness.planner.k_lp import KRelaxation, k_relaxation
 from tao_harness.planner.k_polish import polish_placement
 from tao_harness.planner.k_nested import k_ceiling
 from tao_harness.planner.reshuffle import reshuffle
-from tao_harness.planner.problem import Packer, Problem, total_value
+from tao_harness.planner.problem import Packer, Problem
 
 _FIRST_ITERATIONS = 8  # subgradient steps before the LP relaxation is brought in (most settle by then)
 _ITERATIONS = 40  # subgradient steps at most at the root (each solves the knapsacks whose profits changed)
@@ -102,19 +102,22 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     credit = credit_matrix(problem)
     if not any(credit):
         return KLevel(0, {}, 0)
-    k_problem = _k_only(problem, credit)
-    k_packer = Packer.for_problem(k_problem)
-    improver = cache(lambda: Improver(k_problem, k_packer))  # built on the first polish (most need none)
     arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size, dtype=np.int64))
+    flat = _flat(credit)
+    # re-packing two nodes together needs a session worth the same on both: flat credit (else skipped)
+    pairs_repacked = cache(lambda: _pair_improver(problem, credit)) if flat else None
 
     def value_of(placement: dict[int, int]) -> int:
-        return total_value(k_problem, k_packer, placement) >> k_packer.shift_k
+        return sum(credit[b][i] for i, b in placement.items())
 
     def refill(placement: dict[int, int], until: Deadline | None = None) -> dict[int, int]:
-        """Left-out sessions shifted in and each node re-packed exactly (compiled, planner/k_polish.py), then
-        pairs of nodes re-packed together (planner/improve.py), as many as `until` allows (with credit on
-        every node, re-packing all pairs of nodes takes ~10 ms)."""
-        return improver().improve(polish_placement(arrays, placement), passes=1, deadline=until)
+        """Left-out sessions shifted in and each node re-packed exactly (compiled, planner/k_polish.py); with
+        flat credit then pairs of nodes re-packed together (planner/improve.py), as many as `until` allows
+        (with credit on every node, re-packing all pairs of nodes takes ~10 ms)."""
+        polished = polish_placement(arrays, placement)
+        if pairs_repacked is None:
+            return polished
+        return pairs_repacked().improve(polished, passes=1, deadline=until)
 
     def polish(placement: dict[int, int]) -> tuple[dict[int, int], int]:
         """`placement` refilled (as far as the deadline allows), and its K."""
@@ -130,7 +133,6 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
 
     step = math.gcd(*(k for column in credit for k in column.values()))
     shared = _shared(credit)
-    flat = _flat(credit)
     # the packing-only ceiling pays with flat credit; with graded credit it never ended a search earlier
     # (multi, all and crowded shapes) and costs ~0.5 ms
     ceiling = k_ceiling(credit, problem.size, problem.room) if shared and flat else None
@@ -147,7 +149,7 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
         else:
             lam = first_lam
     if shared and root is not None:
-        relaxation = k_relaxation(credit, problem.size, list(problem.room))
+        relaxation = k_relaxation(arrays)
     if relaxation is not None:
         if flat or relaxation.bound < first:  # its multipliers, when they are the better start
             lam = {i: relaxation.multipliers.get(i, 0.0) for i in shared}
@@ -310,24 +312,19 @@ class _Search:
 
 
 def _fix_by_prices(sub: _Sub, relaxation: KRelaxation, search: _Search) -> _Sub | None:
-    """`sub` without the pairs whose LP bound (reduced cost) cannot beat the search's best, and with
-    the sessions left one way to go fixed to it; None when some session has no way left (then nothing
-    beats the best)."""
-    arrays = sub.arrays
-    sessions = arrays.sessions.tolist()
-    nodes = arrays.pair_node.tolist()
-    drop = np.array([search.floor(relaxation.with_pair[sessions[s], b]) <= search.best_value
-                     for s, b in zip(arrays.pair_session.tolist(), nodes)], dtype=np.bool_)
-    place = np.full(len(sessions), OPEN, dtype=np.int64)
-    for s, i in enumerate(sessions):
-        pairs = arrays.rank_pair[arrays.rank_start[s]:arrays.rank_start[s + 1]]
-        ways: list[int | None] = [nodes[q] for q in pairs if not drop[q]]
-        if search.floor(relaxation.without[i]) > search.best_value:
-            ways.append(None)
-        if not ways:
-            return None
-        if len(ways) == 1:
-            place[s] = -1 if ways[0] is None else ways[0]
+    """`sub` (the root: the pairs the relaxation was solved over) without the pairs whose LP bound
+    (reduced cost) cannot beat the search's best, and with the sessions left one way to go fixed to it;
+    None when some session has no way left (then nothing beats the best)."""
+    arrays, best, step = sub.arrays, search.best_value, search.step
+    drop = relaxation.with_pair // step * step <= best
+    out_alive = relaxation.without // step * step > best
+    ways = np.bincount(arrays.pair_session[~drop], minlength=len(arrays.sessions)) + out_alive
+    if not ways.all():
+        return None
+    place = np.full(len(arrays.sessions), OPEN, dtype=np.int64)
+    place[(ways == 1) & out_alive] = -1
+    only = ~drop & (ways == 1)[arrays.pair_session]  # the one way left is this pair
+    place[arrays.pair_session[only]] = arrays.pair_node[only]
     return sub.changed(search.size, place, drop)
 
 
@@ -353,9 +350,11 @@ def _multipliers(arrays: DualArrays, lam: dict[int, float]) -> np.ndarray:
                      for i, shared in zip(arrays.sessions.tolist(), arrays.shared.tolist())])
 
 
-def _k_only(problem: Problem, credit: list[dict[int, int]]) -> Problem:
-    """`problem` with value (k, 0, 0) on credited pairs only: the K level alone, for improve()."""
+def _pair_improver(problem: Problem, credit: list[dict[int, int]]) -> Improver:
+    """planner/improve.py's re-packs on `problem` with value (k, 0, 0) on credited pairs only: the K level
+    alone."""
     values = tuple(
         tuple((credit[b][i], 0, 0) if i in credit[b] else None for b in range(problem.m))
         for i in range(problem.n))
-    return Problem(problem.session_ids, problem.node_ids, problem.size, problem.room, values)
+    k_problem = Problem(problem.session_ids, problem.node_ids, problem.size, problem.room, values)
+    return Improver(k_problem, Packer.for_problem(k_problem))

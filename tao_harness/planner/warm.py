@@ -15,6 +15,7 @@ import numpy as np
 from tao_harness.planner.certificate import surrogate_knapsack
 from tao_harness.planner.k_arrays import DualArrays
 from tao_harness.planner.k_dual import dual_steps, forced_tables, probe
+from tao_harness.planner.k_polish import polish_placement
 from tao_harness.planner.knapsack import knapsack_kernel
 
 
@@ -28,4 +29,5 @@ def warm_up() -> None:
     arrays = DualArrays.of([{0: 1, 1: 2}, {1: 2}], [2, 2], size)
     dual_steps(arrays, np.zeros(2), 1, 0, -1, 1, 1.0, math.inf)
     probe(arrays, np.zeros(2), 0, -1, 1)
+    polish_placement(arrays, {0: 0})
     surrogate_knapsack([0, 1], [1, 2], [1, 2], 2)

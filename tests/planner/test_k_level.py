@@ -66,18 +66,23 @@ def test_lp_bounds_hold_every_placement() -> None:
     checked = 0
     for problem in small_problems("lp", 60):
         credit = credit_matrix(problem)
-        relaxation = k_relaxation(credit, problem.size, list(problem.room))
+        arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size))
+        relaxation = k_relaxation(arrays)
         if relaxation is None:
             continue
         checked += 1
+        sessions = arrays.sessions.tolist()
+        with_pair = {(sessions[s], b): bound for s, b, bound in
+                     zip(arrays.pair_session.tolist(), arrays.pair_node.tolist(), relaxation.with_pair.tolist())}
+        without = dict(zip(sessions, relaxation.without.tolist()))
         for placement in every_k_placement(problem):
             k = k_of(problem, placement)
             assert k <= relaxation.bound
             for i, b in placement.items():
-                assert k <= relaxation.with_pair[(i, b)]
-            for i in relaxation.without:
+                assert k <= with_pair[(i, b)]
+            for i in without:
                 if i not in placement:
-                    assert k <= relaxation.without[i]
+                    assert k <= without[i]
     assert checked >= 20
 
 

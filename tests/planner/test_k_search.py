@@ -8,8 +8,11 @@ from __future__ import annotations
 import random
 from itertools import product
 
+import numpy as np
+
 from tao_harness.planner.certificate import subset_sum_split
 from tao_harness.planner.k_bins import complete_flat
+from tao_harness.planner.k_arrays import DualArrays
 from tao_harness.planner.k_lp import k_relaxation
 from tao_harness.planner.k_nested import k_ceiling
 
@@ -60,7 +63,7 @@ def test_the_nested_ceiling_sees_fragmentation_the_lp_does_not() -> None:
     # three sessions of size 6 and credit 1 fit two rooms of 10 one each: K* = 2, the LP says 20/6
     credit = [{0: 1, 1: 1, 2: 1}, {0: 1, 1: 1, 2: 1}]
     size, room = (6, 6, 6), (10, 10)
-    relaxation = k_relaxation(credit, size, list(room))
+    relaxation = k_relaxation(DualArrays.of(credit, list(room), np.array(size)))
     assert relaxation is not None and relaxation.bound == 3
     assert k_ceiling(credit, size, room) == 2 == best_k(credit, size, room)
 
