@@ -28,20 +28,22 @@ _ROUNDS = 3  # rounds of (shift in, re-pack every node) at most; the third rarel
 def polish_placement(arrays: DualArrays, placement: dict[int, int]) -> dict[int, int]:
     """`placement` (problem session -> node, feasible, each session on a pair of `arrays` or off them)
     polished; sessions off the arrays' pairs are kept as they are."""
-    local = {int(i): s for s, i in enumerate(arrays.sessions.tolist())}
-    at = np.full(len(local), -1, dtype=np.int64)
+    if not len(arrays.sessions):
+        return dict(placement)
+    pair_at = np.full((len(arrays.sessions), len(arrays.room)), -1, dtype=np.int64)  # (session, node) -> pair
+    pair_at[arrays.pair_session, arrays.pair_node] = np.arange(len(arrays.pair_session))
+    at = np.full(len(arrays.sessions), -1, dtype=np.int64)
     kept = {}
-    for i, b in placement.items():
-        s = local.get(i)
-        pairs = () if s is None else arrays.rank_pair[arrays.rank_start[s]:arrays.rank_start[s + 1]]
-        q = next((int(q) for q in pairs if arrays.pair_node[q] == b), -1)
-        if q < 0:
-            kept[i] = b
-        else:
-            at[s] = q
+    if placement:
+        ids = np.fromiter(placement, dtype=np.int64, count=len(placement))
+        nodes = np.fromiter(placement.values(), dtype=np.int64, count=len(placement))
+        local = np.minimum(np.searchsorted(arrays.sessions, ids), len(arrays.sessions) - 1)
+        pairs = np.where(arrays.sessions[local] == ids, pair_at[local, nodes], -1)
+        at[local[pairs >= 0]] = pairs[pairs >= 0]
+        kept = dict(zip(ids[pairs < 0].tolist(), nodes[pairs < 0].tolist()))
     polish(*arrays.layout()[:9], at)
-    return {**kept, **{int(arrays.sessions[s]): int(arrays.pair_node[q]) for s, q in enumerate(at.tolist())
-                       if q >= 0}}
+    placed = at >= 0
+    return {**kept, **dict(zip(arrays.sessions[placed].tolist(), arrays.pair_node[at[placed]].tolist()))}
 
 
 @njit(cache=True)
