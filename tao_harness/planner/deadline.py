@@ -38,6 +38,10 @@ class Deadline:
     def passed(self) -> bool:
         return self.clock() > self.at and time.thread_time() >= self.cpu_floor_at
 
+    def left(self) -> float:
+        """Seconds left on its clock (0 once passed)."""
+        return max(0.0, self.at - self.clock())
+
     def share(self, fraction: float, at_most_s: float | None = None) -> Deadline:
         """The instant `fraction` of the time left from now, and at most `at_most_s` seconds from now.
         The CPU floor is the whole plan's: a share keeps it."""

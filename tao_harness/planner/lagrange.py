@@ -16,7 +16,10 @@ relaxation (planner/k_lp.py, one HiGHS solve): its bound, its node prices as mul
 better (L there is at most the LP bound), per pair a reduced-cost bound that closes the pairs no better
 placement can use, and its whole placements, polished, as an incumbent. The multipliers then follow a
 subgradient with Polyak steps toward the best placement found, and a depth-first search splits what the
-root leaves.
+root leaves. A small root (at most `_MIP_PAIRS` open pairs) gets the search for part of the time and
+HiGHS's branch and cut for the rest (planner/k_mip.py): on tight packings (large sessions beside small
+rooms) the Lagrangian bound sits up to a percent above the optimum, which splitting closes slowly and
+HiGHS's cuts quickly.
 Every K is a multiple of g, the gcd of the credits, so every bound is rounded down to one (with credits
 in whole quanta or fixed amounts this alone closes many gaps). With flat credit a second bound comes from
 packing alone (planner/k_nested.py, the size-nested surrogate): it caps every bound and ends the search
@@ -26,11 +29,14 @@ Placements come from the knapsacks' choices: a session chosen on several nodes s
 then left-out sessions are shifted in and each node is re-packed exactly over its sessions and the
 unplaced ones, at every step whose repair is near the best one (compiled, planner/k_polish.py: the path's
 many repairs polished find placements within ~0.1% of the optimum where the best one polished once was up
-to 1% short), and once more on the best placement with pairs of rooms too (planner/improve.py). With flat credits (a session worth the same on each
-of its nodes), where the LP bound is usually tight and fragmentation hides the placement reaching it,
-the best of the LP's whole placements and the nodes filled one by one exactly (planner/fill.py) is also
-reshuffled toward that bound, and what the reshuffle misses is searched exactly by bin completion
-(planner/k_bins.py), which either reaches the bound or, exhausted, proves its best placement optimal.
+to 1% short), and once more on the best placement with pairs of rooms too (planner/improve.py). With
+flat credits (a session worth the same on each of its nodes) twenty polished steps from the LP's
+multipliers come first; where they leave the LP bound standing (it is usually tight: credits of a few
+sizes, fragmentation hides the placement reaching it), the best of the LP's whole placements, the nodes
+filled one by one exactly (planner/fill.py) and the steps' placement is reshuffled toward that bound, and
+what the reshuffle misses is searched exactly by bin completion (planner/k_bins.py), which either reaches
+the bound or, exhausted, proves its best placement optimal. Where the steps bound K below the LP (small
+rooms, large sessions) those two are skipped for the search.
 When the placement's K reaches the bound it is proven K-optimal (at λ = 0 with credit on one node per
 session this is the certificate's K level).
 
@@ -56,6 +62,7 @@ from tao_harness.planner.k_bins import complete_flat
 from tao_harness.planner.k_arrays import OPEN, DualArrays
 from tao_harness.planner.k_dual import EPS, dual_steps, probe
 from tao_harness.planner.k_lp import KRelaxation, k_relaxation
+from tao_harness.planner.k_mip import k_branch_and_cut
 from tao_harness.planner.k_polish import polish_placement
 from tao_harness.planner.k_nested import k_ceiling
 from tao_harness.planner.reshuffle import reshuffle
@@ -64,6 +71,8 @@ from tao_harness.planner.problem import Packer, Problem
 _FIRST_ITERATIONS = 8  # subgradient steps before the LP relaxation is brought in (most settle by then)
 _ITERATIONS = 40  # subgradient steps at most at the root (each solves the knapsacks whose profits changed)
 _FLAT_STEPS = 20
+_MIP_PAIRS = 150  # open pairs at most for HiGHS to take over a search left open (planner/k_mip.py)
+_MIP_AFTER = 0.6  # of the K level's time left when the search starts, before HiGHS takes over
 _CHILD_ITERATIONS = 6  # below the root (warm-started from the parent's multipliers), or before a split
 _AFTER_PROBE_ITERATIONS = 2  # after probing closed or fixed pairs
 _RESHUFFLES = 80  # rounds of the root's large-neighbourhood search at most (~1 ms each)
@@ -161,14 +170,22 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
             fill = max(node_fills(credit, problem.size, problem.room, deadline), key=value_of)
             if value_of(fill) > value_of(start):
                 start = refill(fill)
-            target = int(min(search.floor(relaxation.bound), search.ceiling))
             search.offer(start, value_of(start))
-            search.dual(root, lam, _FLAT_STEPS)  # type: ignore[arg-type]
+            # polished steps from the LP's multipliers: often a better start, and with small rooms or sessions
+            # large beside them a bound well below the LP's (each knapsack is exact), often reached at once
+            first, steps_lam = search.dual(root, lam, _FLAT_STEPS)  # type: ignore[arg-type]
+            if first < relaxation.bound:
+                lam = steps_lam
             if search.best_value > value_of(start):
                 start = search.best_placement
-            search.offer(*reshuffle_toward(start, target))
+            target = int(min(search.floor(relaxation.bound), search.ceiling, first))
+            # the reshuffle and the bin completion look for a placement reaching a tight LP bound (credits of a
+            # few sizes); below it, the Lagrangian search gets the time
+            lp_tight = first >= search.floor(relaxation.bound)
+            if search.best_value < target and lp_tight:
+                search.offer(*reshuffle_toward(start, target))
             # what the reshuffle missed, searched exactly (on the nested DP, so only where the ceiling's paid)
-            if search.best_value < target and ceiling is not None:
+            if search.best_value < target and lp_tight and ceiling is not None:
                 completion = complete_flat(credit, problem.size, problem.room, search.best_value, target,
                                            deadline)
                 if completion.placement is not None:  # refilled unless optimal: a node's split may leave room
@@ -178,13 +195,18 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
                     search.ceiling = search.best_value
         else:
             search.offer(start, value_of(start))
-        root = _fix_by_prices(root, relaxation, search)  # type: ignore[arg-type]
+        root = None if search.best_value >= first else _fix_by_prices(root, relaxation, search)  # type: ignore[arg-type]
     if root is None:
         open_bound = -1
     elif relaxation is not None and search.stopped():  # no time left for the search: the bounds so far
         open_bound = int(min(first, search.floor(relaxation.bound)))
     else:
+        handover = len(root.arrays.pair_session) <= _MIP_PAIRS and deadline is not None
+        if handover:  # a small sub-problem: the search for a share of the time, HiGHS for the rest
+            search.deadline = deadline.share(_MIP_AFTER)  # type: ignore[union-attr]
         open_bound = search.node(root, lam, _ITERATIONS)
+        if handover and open_bound > search.best_value and not deadline.passed():  # type: ignore[union-attr]
+            open_bound = min(open_bound, _branch_and_cut(root, search, deadline))  # type: ignore[arg-type]
     if relaxation is not None:
         open_bound = int(min(open_bound, first, search.floor(relaxation.bound)))
     placement, value = search.best_placement, search.best_value
@@ -309,6 +331,15 @@ class _Search:
         if outcome.narrowed:
             return sub.changed(self.size, outcome.place, outcome.drop)
         return outcome.split
+
+
+def _branch_and_cut(sub: _Sub, search: _Search, deadline: Deadline) -> int:
+    """HiGHS on `sub` (planner/k_mip.py) for the time left, from the search's best placement: its
+    placement offered, its bound on the K of `sub` returned (the search's best when it proved none)."""
+    found = k_branch_and_cut(sub.arrays, search.best_placement, search.step, deadline.left())
+    if found.placement is not None:
+        search.offer({**sub.fixed, **found.placement}, sub.fixed_value + found.value)
+    return search.best_value if found.bound is None else max(sub.fixed_value + found.bound, search.best_value)
 
 
 def _fix_by_prices(sub: _Sub, relaxation: KRelaxation, search: _Search) -> _Sub | None:

@@ -1,0 +1,77 @@
+"""HiGHS's branch and cut on the K level (planner/k_mip.py) against brute force: with time enough it
+proves the optimum and returns a placement reaching it; its bound holds whatever start it is given; and
+on small tight-packing snapshots the K level, which hands such sub-problems to it, agrees with an
+independent MILP."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+
+from tao_harness.planner.deadline import Deadline
+from tao_harness.planner.k_arrays import DualArrays
+from tao_harness.planner.k_mip import k_branch_and_cut
+from tao_harness.planner.lagrange import credit_matrix, k_level
+from tao_harness.planner.problem import build_problem, is_feasible
+from tao_harness.planner.reference import milp_lexicographic
+from tao_harness.types import CacheEntry, NodeState, PlannerParams, SessionView, Snapshot
+from test_k_dual import small_k_problems
+from test_k_level import every_k_placement, k_of
+
+
+def test_branch_and_cut_proves_the_optimum_of_small_problems() -> None:
+    rng = random.Random("mip")
+    checked = 0
+    for problem, credit in small_k_problems("mip-problems", 120):
+        optimum = max(k_of(problem, p) for p in every_k_placement(problem))
+        arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size))
+        step = math.gcd(*(k for column in credit for k in column.values()))
+        start = rng.choice(every_k_placement(problem))  # any feasible start, or a stale one below
+        if rng.random() < 0.3:
+            start = {i: rng.randrange(problem.m) for i in range(problem.n)}
+        found = k_branch_and_cut(arrays, start, step, 5.0)
+        assert found.bound is not None and found.bound >= optimum
+        assert found.bound == optimum and found.value == optimum
+        if optimum:
+            assert found.placement is not None and is_feasible(problem, found.placement)
+            assert k_of(problem, found.placement) == optimum
+        checked += 1
+    assert checked >= 60
+
+
+def tight_snapshot(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
+    """Large sessions beside small rooms, each credited the same on one to all nodes (copies written
+    together): the Lagrangian bound stays ~1% above the optimum."""
+    params = PlannerParams()
+    quantum, now = params.quantum_tokens, 100.0
+    ids = [f"n{b}" for b in range(nodes)]
+    views = []
+    for i in range(sessions):
+        size = rng.randint(4, 120)
+        tokens = size * quantum - params.reserve_tokens
+        cached = rng.choice([1, 2, 3, 4]) * tokens // 4 // quantum * quantum
+        observed = now - params.half_life_s * rng.choice([0, 0.5, 1, 2])
+        cache = {b: CacheEntry(cached, observed) for b in rng.sample(ids, rng.randint(1, nodes))}
+        views.append(SessionView(id=f"s{i}", tokens=tokens, cache=cache, turn=3, arrived_at=now - i))
+    demand = sum(v.cost(params) for v in views)
+    weights = [rng.choice([0.05, 0.3, 1.0, 1.5]) for _ in ids]
+    rooms = [int(demand / rng.uniform(0.7, 3.0) * w / sum(weights)) // quantum * quantum for w in weights]
+    return Snapshot(now=now, params=params, nodes=tuple(NodeState(id=b, capacity_tokens=r) for b, r in
+                                                       zip(ids, rooms)), sessions=tuple(views))
+
+
+def test_the_k_level_on_tight_packings_agrees_with_an_independent_milp() -> None:
+    """Where the K level hands its search over to HiGHS (small sub-problems), its proven K is scipy's
+    MILP optimum (planner/reference.py) and its placement reaches it."""
+    rng = random.Random("tight")
+    for _ in range(6):
+        snapshot = tight_snapshot(rng, 20, 3)
+        problem = build_problem(snapshot, snapshot.waiting)
+        level = k_level(problem, Deadline.after(0.5, "cpu"))
+        (k_star,) = milp_lexicographic(problem, 60.0, levels=1)
+        assert is_feasible(problem, level.placement) and level.value == k_of(problem, level.placement)
+        assert level.value <= k_star <= level.bound
+        if level.proven:
+            assert level.value == k_star
