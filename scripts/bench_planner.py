@@ -1,8 +1,8 @@
 """Benchmark the TAO planner per snapshot shape (and on recorded snapshots); print one table.
 
 Shapes (tao_harness/planner/shapes.py): `ours` (credit on ≤ 1 node, all eligible), `multi`, `ties`,
-`eligible`, `skewed`, `all` (the four at once), `everywhere` (credit on most nodes), `adversarial`, `crowded`,
-`degenerate`. `--replay DIR` adds every `*.json` snapshot
+`eligible`, `skewed`, `all` (the four at once), `everywhere` (credit on most nodes), `copies` (copies
+written together), `adversarial`, `crowded`, `degenerate`. `--replay DIR` adds every `*.json` snapshot
 under DIR (as dumped by `tao sim --dump-snapshots DIR` or the coordinator's `--dump-snapshots DIR`).
 
 Columns: CPU time of the whole `tao` policy call (`time.process_time`, robust to a busy machine),

@@ -12,6 +12,9 @@ proportional to demand. The other shapes add, one at a time, what live clusters 
 - `everywhere`: a long-running fleet, where interrupted and re-placed sessions left cache copies behind on
   most replicas: credit (of different ages) on two to all nodes for nine sessions in ten, with
   eligibility subsets and skewed rooms;
+- `copies`: one to four copies of each credited session's cache written together (the same amount and age
+  on each, so credit is flat per session but differs between sessions), with eligibility subsets and
+  skewed rooms: tight packings whose Lagrangian bound sits well above the optimum;
 - `adversarial`: sizes of a few kinds just over a third / half of the rooms (bin-packing fragmentation),
   equal credits on every node for many sessions, and rooms that differ by one quantum.
 - `crowded`: many one-to-three-quantum sessions beside a few that barely fit a room, credit on up to
@@ -43,6 +46,7 @@ class _Draw:
     eligible: bool = False
     skewed: bool = False
     everywhere: bool = False  # credit on two to all nodes for nine sessions in ten
+    copies: bool = False  # one to four copies of a session's cache written together: credit flat per session
 
 
 def _tokens(rng: random.Random, quantum: int, whole: bool) -> int:
@@ -59,6 +63,12 @@ def _cache(rng: random.Random, draw: _Draw, tokens: int, node_ids: list[str], pa
         copies = rng.randint(2, max(2, len(node_ids)))
     elif draw.multi:
         copies = rng.choice([1, 1, 2, 3])
+    elif draw.copies:
+        copies = rng.randint(1, 4)
+    if draw.copies:  # written together (a prefix pushed to several replicas at once): one amount and age
+        together = CacheEntry(rng.choice([1, 2, 3, 4]) * tokens // 4 // params.quantum_tokens
+                              * params.quantum_tokens, NOW - params.half_life_s * rng.choice([0, 0, 0.5, 1, 2, 3]))
+        return {node_id: together for node_id in rng.sample(node_ids, min(copies, len(node_ids)))}
     cache = {}
     for node_id in rng.sample(node_ids, min(copies, len(node_ids))):
         if draw.ties:  # whole quanta, observed whole half-lives ago: credits coincide exactly
@@ -177,6 +187,7 @@ SHAPES: dict[str, Callable[[random.Random, int, int], Snapshot]] = {
     "skewed": _shape(_Draw(skewed=True)),
     "all": _shape(_Draw(multi=True, ties=True, eligible=True, skewed=True)),
     "everywhere": _shape(_Draw(everywhere=True, eligible=True, skewed=True)),
+    "copies": _shape(_Draw(copies=True, eligible=True, skewed=True)),
     "adversarial": _adversarial,
     "crowded": _crowded,
     "degenerate": _degenerate,
