@@ -39,25 +39,12 @@ class KRelaxation:
 
 def k_relaxation(arrays: DualArrays) -> KRelaxation | None:
     """The LP relaxation over the open pairs of `arrays`; None when there are none or HiGHS fails."""
-    count, n = len(arrays.pair_session), len(arrays.sessions)
-    if not count:
+    n = len(arrays.sessions)
+    if not len(arrays.pair_session):
         return None
     session, node = arrays.pair_session, arrays.pair_node
     size = arrays.size[session]
-    index = np.empty(2 * count, dtype=np.int32)  # column j: its session's row, then its node's
-    index[0::2], index[1::2] = session, n + node
-    value = np.empty(2 * count)
-    value[0::2], value[1::2] = 1.0, size
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = count, n + len(arrays.room)
-    lp.sense_ = highspy.ObjSense.kMaximize
-    lp.col_cost_ = arrays.pair_credit
-    lp.col_lower_, lp.col_upper_ = np.zeros(count), np.ones(count)
-    lp.row_lower_ = np.full(lp.num_row_, -highspy.kHighsInf)
-    lp.row_upper_ = np.concatenate((np.ones(n), arrays.room.astype(np.float64)))
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.arange(0, 2 * count + 1, 2, dtype=np.int32)
-    lp.a_matrix_.index_, lp.a_matrix_.value_ = index, value
+    lp = k_model(arrays)
     solver = highspy.Highs()
     solver.setOptionValue("output_flag", False)
     solver.setOptionValue("presolve", "off")
@@ -83,6 +70,27 @@ def k_relaxation(arrays: DualArrays) -> KRelaxation | None:
     without = ((total - scaled) // _SCALE).astype(np.int64)
     multipliers = {sessions[s]: int(lam) / _SCALE for s, lam in enumerate(scaled.tolist()) if lam > 0}
     return KRelaxation(total // _SCALE, multipliers, whole, with_pair, without)
+
+
+def k_model(arrays: DualArrays) -> highspy.HighsLp:
+    """The K problem over the open pairs of `arrays`, relaxed (0 ≤ x ≤ 1): a column per pair (its credit),
+    a row per session (at most one pair) and per node (its room)."""
+    count, n = len(arrays.pair_session), len(arrays.sessions)
+    index = np.empty(2 * count, dtype=np.int32)  # column j: its session's row, then its node's
+    index[0::2], index[1::2] = arrays.pair_session, n + arrays.pair_node
+    value = np.empty(2 * count)
+    value[0::2], value[1::2] = 1.0, arrays.size[arrays.pair_session]
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = count, n + len(arrays.room)
+    lp.sense_ = highspy.ObjSense.kMaximize
+    lp.col_cost_ = arrays.pair_credit
+    lp.col_lower_, lp.col_upper_ = np.zeros(count), np.ones(count)
+    lp.row_lower_ = np.full(lp.num_row_, -highspy.kHighsInf)
+    lp.row_upper_ = np.concatenate((np.ones(n), arrays.room.astype(np.float64)))
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.arange(0, 2 * count + 1, 2, dtype=np.int32)
+    lp.a_matrix_.index_, lp.a_matrix_.value_ = index, value
+    return lp
 
 
 def _fits_int64(arrays: DualArrays) -> bool:

@@ -22,6 +22,7 @@ import highspy
 import numpy as np
 
 from tao_harness.planner.k_arrays import DualArrays
+from tao_harness.planner.k_lp import k_model
 
 _TOLERANCE = 1e-9  # relative slack added to HiGHS's dual bound before flooring (its feasibility tolerance
 # is 1e-6 on constraints; objective values here are integer sums below 2^53)
@@ -39,23 +40,11 @@ class KBranchCut:
 def k_branch_and_cut(arrays: DualArrays, incumbent: dict[int, int], step: int, seconds: float) -> KBranchCut:
     """Maximize K over the pairs of `arrays` with HiGHS (mip_rel_gap 0, absolute gap below `step`),
     started from `incumbent`, for at most `seconds` of wall time."""
-    count, n = len(arrays.pair_session), len(arrays.sessions)
     session, node = arrays.pair_session, arrays.pair_node
-    index = np.empty(2 * count, dtype=np.int32)
-    index[0::2], index[1::2] = session, n + node
-    value = np.empty(2 * count)
-    value[0::2], value[1::2] = 1.0, arrays.size[session]
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = count, n + len(arrays.room)
-    lp.sense_ = highspy.ObjSense.kMaximize
-    lp.col_cost_ = arrays.pair_credit
-    lp.col_lower_, lp.col_upper_ = np.zeros(count), np.ones(count)
-    lp.row_lower_ = np.full(lp.num_row_, -highspy.kHighsInf)
-    lp.row_upper_ = np.concatenate((np.ones(n), arrays.room.astype(np.float64)))
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.arange(0, 2 * count + 1, 2, dtype=np.int32)
-    lp.a_matrix_.index_, lp.a_matrix_.value_ = index, value
-    lp.integrality_ = [highspy.HighsVarType.kInteger] * count
+    if not len(session):
+        return KBranchCut(None, 0, 0)
+    lp = k_model(arrays)
+    lp.integrality_ = [highspy.HighsVarType.kInteger] * len(session)
     solver = highspy.Highs()
     for option, setting in (("output_flag", False), ("threads", 1), ("mip_rel_gap", 0.0),
                             ("mip_abs_gap", step * 0.999), ("time_limit", max(seconds, 1e-3))):
