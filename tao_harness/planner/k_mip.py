@@ -4,13 +4,12 @@ On small snapshots whose packing is tight (large sessions beside small rooms, cr
 the Lagrangian bound can sit a percent above the optimum, and splitting on sessions closes that slowly;
 HiGHS's cuts and presolve close it in milliseconds (measured: 32 × 4 snapshots the search left open
 after 26 ms, HiGHS proved in 6-120 ms from scratch). It is given the search's best placement as its start
-and whatever time is left, and stops once its bound is within one credit step of its best (every K is a
+and whatever time is left, and stops once its bound is within half a credit step of its best (every K is a
 multiple of the step, so that is a proof).
 
 Its answer is checked in exact arithmetic: the placement it returns is used only when it keeps every
-room and collects more; its dual bound is floored to the step, with HiGHS's own relative tolerance
-added before flooring (a bound a hair below an integer due to floating point is not taken as a proof of
-one step less).
+room and collects more; its dual bound is floored to the step after a relative slack of HiGHS's own LP
+tolerance is added (a bound a hair below the truth is not taken as a proof of one step less).
 """
 
 from __future__ import annotations
@@ -24,8 +23,10 @@ import numpy as np
 from tao_harness.planner.k_arrays import DualArrays
 from tao_harness.planner.k_lp import k_model
 
-_TOLERANCE = 1e-9  # relative slack added to HiGHS's dual bound before flooring (its feasibility tolerance
-# is 1e-6 on constraints; objective values here are integer sums below 2^53)
+_TOLERANCE = 1e-7  # relative slack added to HiGHS's dual bound before flooring: its LP tolerances are 1e-7, so
+# a bound a little below the truth is not taken as a proof of one credit step less
+_GAP = 0.5  # of a credit step: HiGHS stops once its bound is this close to its best (plus the slack, still
+# below the next step, so the floored bound is the best: a proof)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +39,7 @@ class KBranchCut:
 
 
 def k_branch_and_cut(arrays: DualArrays, incumbent: dict[int, int], step: int, seconds: float) -> KBranchCut:
-    """Maximize K over the pairs of `arrays` with HiGHS (mip_rel_gap 0, absolute gap below `step`),
+    """Maximize K over the pairs of `arrays` with HiGHS (mip_rel_gap 0, absolute gap half a `step`),
     started from `incumbent`, for at most `seconds` of wall time."""
     session, node = arrays.pair_session, arrays.pair_node
     if not len(session):
@@ -47,7 +48,7 @@ def k_branch_and_cut(arrays: DualArrays, incumbent: dict[int, int], step: int, s
     lp.integrality_ = [highspy.HighsVarType.kInteger] * len(session)
     solver = highspy.Highs()
     for option, setting in (("output_flag", False), ("threads", 1), ("mip_rel_gap", 0.0),
-                            ("mip_abs_gap", step * 0.999), ("time_limit", max(seconds, 1e-3))):
+                            ("mip_abs_gap", step * _GAP), ("time_limit", max(seconds, 1e-3))):
         solver.setOptionValue(option, setting)
     solver.passModel(lp)
     if incumbent:
