@@ -51,7 +51,7 @@ def dual_steps(arrays: DualArrays, lam: np.ndarray, iterations: int, fixed_value
     m, n = len(arrays.room), len(arrays.sessions)
     path = _Path(lam.copy(), lam.copy(), np.zeros(len(arrays.pair_session), dtype=np.bool_), np.zeros(m),
                  np.ones(m, dtype=np.bool_), np.full(n, -1, dtype=np.int64),
-                 np.array([np.inf, first_step, 0.0, -1.0, -1.0, float(best_value)]))
+                 np.array([np.inf, first_step, 0.0, -1.0, -1.0, float(best_value), float(best_value)]))
     steps = 0
     while steps < iterations:
         chunk = iterations - steps if deadline is None else min(_CHUNK, iterations - steps)
@@ -68,7 +68,7 @@ def dual_steps(arrays: DualArrays, lam: np.ndarray, iterations: int, fixed_value
 
 
 # the subgradient path's scalars, as `_Path.state` holds them
-_BEST_BOUND, _MOVE, _STALLED, _BEST_RAW, _BEST_FOUND, _INCUMBENT = range(6)
+_BEST_BOUND, _MOVE, _STALLED, _BEST_RAW, _BEST_FOUND, _INCUMBENT, _GIVEN = range(7)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +82,7 @@ class _Path:
     dirty: np.ndarray  # bool[m]: the nodes whose profits changed since their knapsack was solved
     placement: np.ndarray  # int64[n]: the best placement found (a node per session, -1: none)
     state: np.ndarray  # float64: best bound, step size, steps stalled, best raw repair's K, best placement's
-    # K (over the open pairs), the incumbent's K (fixed part included)
+    # K (over the open pairs), the incumbent's K (fixed part included), the incumbent's K as given
 
     def layout(self) -> tuple[np.ndarray, ...]:
         return self.lam, self.best_lam, self.chosen, self.node_value, self.dirty, self.placement, self.state
@@ -167,7 +167,10 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
             break  # no conflict, every priced session chosen once: L is attained by the placement
         if stall >= _STALL:
             move_size, stall = move_size / 2, 0
-        move = move_size * max(bound - best_value, 1.0) / norm
+        # the Polyak step aims at the raw repairs (or the incumbent given), not the polished ones: aiming
+        # higher shortens the steps, and the bound then converges slower (measured: 40 steps left it 1% higher)
+        aim = max(state[_GIVEN], fixed_value + best_raw)
+        move = move_size * max(bound - aim, 1.0) / norm
         for s in range(n):
             if shared[s]:
                 new = max(0.0, lam[s] - move * (1 - count[s]))
