@@ -1,13 +1,14 @@
-"""The Lagrangian K level's subgradient steps and its search's probes (planner/lagrange.py), compiled
-with numba.
+"""The Lagrangian K level's subgradient steps and its search's probes (planner/lagrange.py), compiled with
+numba.
 
 A K sub-problem is laid out as arrays: its open pairs grouped by node (`DualArrays.pair_*`, node b's
 pairs at `node_start[b]:node_start[b + 1]`), and per session the same pairs ranked best credit first
-(`rank_*`). Each step solves the knapsacks whose profits k − λ changed (planner/knapsack.py), bounds K
-by L(λ), repairs the knapsacks' choices into a placement, polishes it by local search when it is near the
-best so far (planner/k_polish.py), and moves the shared sessions' multipliers along the subgradient. A probe bounds every way to place each session (each node's knapsack with it
-forced in or out). Steps are a few tens of microseconds here, against about a millisecond as Python
-dictionaries, and the hard snapshots take hundreds of them.
+(`rank_*`). Each step solves the knapsacks whose profits k − λ changed (planner/knapsack.py), bounds K by
+L(λ), repairs the knapsacks' choices into a placement, polishes it by local search when it is near the
+best so far (planner/k_polish.py), and moves the shared sessions' multipliers along the subgradient. A
+probe bounds every way to place each session (each node's knapsack with it forced in or out). Steps are a
+few tens of microseconds here, against about a millisecond as Python dictionaries, and the hard snapshots
+take hundreds of them.
 """
 
 from __future__ import annotations

@@ -2,13 +2,13 @@
 
 On small snapshots whose packing is tight (large sessions beside small rooms, credit flat per session)
 the Lagrangian bound can sit a percent above the optimum, and splitting on sessions closes that slowly;
-HiGHS's cuts and presolve close it in milliseconds (measured: 32 × 4 snapshots the search left open
-after 26 ms, HiGHS proved in 6-120 ms from scratch). It is given the search's best placement as its start
-and whatever time is left, and stops once its bound is within half a credit step of its best (every K is a
-multiple of the step, so that is a proof).
+HiGHS's cuts and presolve close it in milliseconds (measured: 32 × 4 snapshots the search left open after
+26 ms, HiGHS proved from the search's placement in 1-90 ms). It is given the search's best placement as
+its start and whatever time is left, and stops once its bound is within half a credit step of its best
+(every K is a multiple of the step, so that is a proof).
 
-Its answer is checked in exact arithmetic: the placement it returns is used only when it keeps every
-room and collects more; its dual bound is floored to the step after a relative slack of HiGHS's own LP
+Its answer is checked in exact arithmetic: the placement it returns is used only when it keeps every room
+and collects more; its dual bound is floored to the step after a relative slack of HiGHS's own LP
 tolerance is added (a bound a hair below the truth is not taken as a proof of one step less).
 """
 
@@ -23,7 +23,7 @@ import numpy as np
 from tao_harness.planner.k_arrays import DualArrays
 from tao_harness.planner.k_lp import k_model
 
-_TOLERANCE = 1e-7  # relative slack added to HiGHS's dual bound before flooring: its LP tolerances are 1e-7, so
+_TOLERANCE = 1e-7  # relative slack added to HiGHS's dual bound before flooring (its LP tolerances are 1e-7):
 # a bound a little below the truth is not taken as a proof of one credit step less
 _GAP = 0.5  # of a credit step: HiGHS stops once its bound is this close to its best (plus the slack, still
 # below the next step, so the floored bound is the best: a proof)

@@ -199,7 +199,10 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
                     search.ceiling = search.best_value
         else:
             search.offer(start, value_of(start))
-        root = None if search.best_value >= first else _fix_by_prices(root, relaxation, search)  # type: ignore[arg-type]
+        if search.best_value >= first:
+            root = None
+        else:
+            root = _fix_by_prices(root, relaxation, search)  # type: ignore[arg-type]
     if root is None:
         open_bound = -1
     elif relaxation is not None and search.stopped():  # no time left for the search: the bounds so far
