@@ -1,4 +1,5 @@
-"""Load the planner's compiled kernels (numba) before the first plan needs them.
+"""Load the planner's compiled kernels (numba), and start HiGHS's MIP machinery, before the first plan needs
+them.
 
 The first call of each kernel in a process costs about a second on a new install (compiling; numba then
 caches the machine code beside the source) and a few to tens of milliseconds after (loading it). Building
@@ -15,6 +16,7 @@ import numpy as np
 from tao_harness.planner.certificate import surrogate_knapsack
 from tao_harness.planner.k_arrays import DualArrays
 from tao_harness.planner.k_dual import dual_steps, forced_tables, probe
+from tao_harness.planner.k_mip import k_branch_and_cut
 from tao_harness.planner.k_polish import polish_placement
 from tao_harness.planner.knapsack import knapsack_kernel
 
@@ -30,4 +32,5 @@ def warm_up() -> None:
     dual_steps(arrays, np.zeros(2), 1, 0, -1, 1, 1.0, math.inf)
     probe(arrays, np.zeros(2), 0, -1, 1)
     polish_placement(arrays, {0: 0})
+    k_branch_and_cut(arrays, {0: 0}, 1, 1.0)  # HiGHS's first MIP in a process starts its scheduler (~40 ms)
     surrogate_knapsack([0, 1], [1, 2], [1, 2], 2)
