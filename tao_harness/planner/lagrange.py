@@ -16,10 +16,10 @@ relaxation (planner/k_lp.py, one HiGHS solve): its bound, its node prices as mul
 better (L there is at most the LP bound), per pair a reduced-cost bound that closes the pairs no better
 placement can use, and its whole placements, polished, as an incumbent. The multipliers then follow a
 subgradient with Polyak steps toward the best placement found, and a depth-first search splits what the
-root leaves. A small root (at most `_MIP_PAIRS` open pairs) gets the search for part of the time and
-HiGHS's branch and cut for the rest (planner/k_mip.py): on tight packings (large sessions beside small
-rooms) the Lagrangian bound sits up to a percent above the optimum, which splitting closes slowly and
-HiGHS's cuts quickly.
+root leaves. A small root with flat credit (at most `_MIP_PAIRS` open pairs) gets the search for part of
+the time and HiGHS's branch and cut for the rest (planner/k_mip.py): on tight packings (large sessions
+beside small rooms) the Lagrangian bound sits up to a percent above the optimum, which splitting closes
+slowly and HiGHS's cuts quickly.
 Every K is a multiple of g, the gcd of the credits, so every bound is rounded down to one (with credits
 in whole quanta or fixed amounts this alone closes many gaps). With flat credit a second bound comes from
 packing alone (planner/k_nested.py, the size-nested surrogate): it caps every bound and ends the search
@@ -208,8 +208,10 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     elif relaxation is not None and search.stopped():  # no time left for the search: the bounds so far
         open_bound = int(min(first, search.floor(relaxation.bound)))
     else:
-        handover = len(root.arrays.pair_session) <= _MIP_PAIRS and deadline is not None
-        if handover:  # a small sub-problem: the search for a share of the time, HiGHS for the rest
+        # a small flat sub-problem: the search for a share of the time, HiGHS for the rest (with graded
+        # credit HiGHS proved none in the time left, and the search, given it, proves some)
+        handover = flat and len(root.arrays.pair_session) <= _MIP_PAIRS and deadline is not None
+        if handover:
             search.deadline = deadline.share(_MIP_AFTER)  # type: ignore[union-attr]
         open_bound = search.node(root, lam, _ITERATIONS)
         if handover and open_bound > search.best_value and not deadline.passed():  # type: ignore[union-attr]
