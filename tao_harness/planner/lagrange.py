@@ -70,7 +70,7 @@ from tao_harness.planner.problem import Packer, Problem
 
 _FIRST_ITERATIONS = 8  # subgradient steps before the LP relaxation is brought in (most settle by then)
 _ITERATIONS = 40  # subgradient steps at most at the root (each solves the knapsacks whose profits changed)
-_FLAT_STEPS = 20
+_FLAT_STEPS = 20  # polished steps from the LP's multipliers that open the flat-credit path
 _MIP_PAIRS = 150  # open pairs at most for HiGHS to take over a search left open (planner/k_mip.py)
 _NEAR_STEPS = 2  # credit steps short of the bound within which bin completion runs below a loose LP bound
 _MIP_AFTER = 0.6  # of the K level's time left when the search starts, before HiGHS takes over
@@ -215,7 +215,9 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
             search.deadline = deadline.share(_MIP_AFTER)  # type: ignore[union-attr]
         open_bound = search.node(root, lam, _ITERATIONS)
         if handover and open_bound > search.best_value and not deadline.passed():  # type: ignore[union-attr]
-            open_bound = min(open_bound, _branch_and_cut(root, search, deadline))  # type: ignore[arg-type]
+            proven = _branch_and_cut(root, search, deadline)  # type: ignore[arg-type]
+            if proven is not None:
+                open_bound = min(open_bound, proven)
     if relaxation is not None:
         open_bound = int(min(open_bound, first, search.floor(relaxation.bound)))
     placement, value = search.best_placement, search.best_value
@@ -342,13 +344,13 @@ class _Search:
         return outcome.split
 
 
-def _branch_and_cut(sub: _Sub, search: _Search, deadline: Deadline) -> int:
+def _branch_and_cut(sub: _Sub, search: _Search, deadline: Deadline) -> int | None:
     """HiGHS on `sub` (planner/k_mip.py) for the time left, from the search's best placement: its
-    placement offered, its bound on the K of `sub` returned (the search's best when it proved none)."""
+    placement offered, its bound on the K of `sub` returned (None when it proved none)."""
     found = k_branch_and_cut(sub.arrays, search.best_placement, search.step, deadline.left())
     if found.placement is not None:
         search.offer({**sub.fixed, **found.placement}, sub.fixed_value + found.value)
-    return search.best_value if found.bound is None else max(sub.fixed_value + found.bound, search.best_value)
+    return None if found.bound is None else max(sub.fixed_value + found.bound, search.best_value)
 
 
 def _fix_by_prices(sub: _Sub, relaxation: KRelaxation, search: _Search) -> _Sub | None:

@@ -96,3 +96,28 @@ def test_the_k_level_on_tight_packings_agrees_with_an_independent_milp(
     assert proven == 6  # half a second is ample for either at this size
     if search_share == 0.0:
         assert handed  # the roots the first steps did not settle went to HiGHS
+
+
+def test_a_handover_that_proves_nothing_leaves_the_bound_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HiGHS out of time before any bound (its answer: no placement, no bound): the K level keeps the
+    search's bound, so K ≤ K* ≤ K̄ still holds and nothing unproven is called proven."""
+    warm_up()
+    monkeypatch.setattr(lagrange, "_MIP_AFTER", 0.0)
+    handed: list[int] = []
+
+    def nothing(arrays: DualArrays, *args: object) -> KBranchCut:
+        handed.append(len(arrays.pair_session))
+        return KBranchCut(None, 0, None)
+
+    monkeypatch.setattr(lagrange, "k_branch_and_cut", nothing)
+    rng = random.Random("tight")
+    for _ in range(6):
+        snapshot = tight_snapshot(rng, 20, 3)
+        problem = build_problem(snapshot, snapshot.waiting)
+        before = len(handed)
+        level = k_level(problem, Deadline.after(0.5, "cpu"))
+        (k_star,) = milp_lexicographic(problem, 60.0, levels=1)
+        assert level.value <= k_star <= level.bound
+        if len(handed) > before:  # the search left it open and HiGHS proved nothing: still open
+            assert not level.proven
+    assert handed
