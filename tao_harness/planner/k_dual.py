@@ -52,12 +52,12 @@ def dual_steps(arrays: DualArrays, lam: np.ndarray, iterations: int, fixed_value
     m, n = len(arrays.room), len(arrays.sessions)
     path = _Path(lam.copy(), lam.copy(), np.zeros(len(arrays.pair_session), dtype=np.bool_), np.zeros(m),
                  np.ones(m, dtype=np.bool_), np.full(n, -1, dtype=np.int64),
-                 np.array([np.inf, first_step, 0.0, -1.0, -1.0, float(best_value), float(best_value)]))
+                 np.array([np.inf, first_step, 0.0, -1.0, -1.0, float(best_value)]))
     steps = 0
     while steps < iterations:
         chunk = iterations - steps if deadline is None else min(_CHUNK, iterations - steps)
-        taken, done = _steps(*arrays.layout(), *path.layout(), chunk, float(fixed_value), float(step),
-                             float(min(ceiling, 2.0 ** 62)))
+        taken, done = _steps(*arrays.layout(), *path.layout(), chunk, float(fixed_value), float(best_value),
+                             float(step), float(min(ceiling, 2.0 ** 62)))
         steps += taken
         if done or (deadline is not None and deadline.passed()):
             break
@@ -69,7 +69,7 @@ def dual_steps(arrays: DualArrays, lam: np.ndarray, iterations: int, fixed_value
 
 
 # the subgradient path's scalars, as `_Path.state` holds them
-_BEST_BOUND, _MOVE, _STALLED, _BEST_RAW, _BEST_FOUND, _INCUMBENT, _GIVEN = range(7)
+_BEST_BOUND, _MOVE, _STALLED, _BEST_RAW, _BEST_FOUND, _INCUMBENT = range(6)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +83,7 @@ class _Path:
     dirty: np.ndarray  # bool[m]: the nodes whose profits changed since their knapsack was solved
     placement: np.ndarray  # int64[n]: the best placement found (a node per session, -1: none)
     state: np.ndarray  # float64: best bound, step size, steps stalled, best raw repair's K, best placement's
-    # K (over the open pairs), the incumbent's K (fixed part included), the incumbent's K as given
+    # K (over the open pairs), the incumbent's K (fixed part included)
 
     def layout(self) -> tuple[np.ndarray, ...]:
         return self.lam, self.best_lam, self.chosen, self.node_value, self.dirty, self.placement, self.state
@@ -91,10 +91,10 @@ class _Path:
 
 @njit(cache=True)
 def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, by_credit,
-           shared, lam, best_lam, chosen, node_value, dirty, best_placement, state, iterations, fixed_value, step,
-           ceiling):
-    """Up to `iterations` steps along the path; the steps taken and whether the path is done (bound
-    reached, ceiling reached or no conflict left)."""
+           shared, lam, best_lam, chosen, node_value, dirty, best_placement, state, iterations, fixed_value, given,
+           step, ceiling):
+    """Up to `iterations` steps along the path (`given`: the incumbent's K the path started from); the
+    steps taken and whether the path is done (bound reached, ceiling reached or no conflict left)."""
     m, n = room.shape[0], size.shape[0]
     best_bound, move_size, stall = state[_BEST_BOUND], state[_MOVE], int(state[_STALLED])
     best_raw, best_found, best_value = state[_BEST_RAW], state[_BEST_FOUND], state[_INCUMBENT]
@@ -170,7 +170,7 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
             move_size, stall = move_size / 2, 0
         # the Polyak step aims at the raw repairs (or the incumbent given), not the polished ones: aiming
         # higher shortens the steps, and the bound then converges slower (measured: 40 steps left it 1% higher)
-        aim = max(state[_GIVEN], fixed_value + best_raw)
+        aim = max(given, fixed_value + best_raw)
         move = move_size * max(bound - aim, 1.0) / norm
         for s in range(n):
             if shared[s]:
