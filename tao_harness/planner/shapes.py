@@ -58,17 +58,16 @@ def _cache(rng: random.Random, draw: _Draw, tokens: int, node_ids: list[str], pa
            ) -> dict[str, CacheEntry]:
     if rng.random() >= (0.9 if draw.everywhere else 0.6):
         return {}
+    if draw.copies:  # written together (a prefix pushed to several replicas at once): one amount and age
+        copies = rng.randint(1, 4)
+        cached = rng.choice([1, 2, 3, 4]) * tokens // 4 // params.quantum_tokens * params.quantum_tokens
+        together = CacheEntry(cached, NOW - params.half_life_s * rng.choice([0, 0, 0.5, 1, 2, 3]))
+        return {node_id: together for node_id in rng.sample(node_ids, min(copies, len(node_ids)))}
     copies = 1
     if draw.everywhere:
         copies = rng.randint(2, max(2, len(node_ids)))
     elif draw.multi:
         copies = rng.choice([1, 1, 2, 3])
-    elif draw.copies:
-        copies = rng.randint(1, 4)
-    if draw.copies:  # written together (a prefix pushed to several replicas at once): one amount and age
-        together = CacheEntry(rng.choice([1, 2, 3, 4]) * tokens // 4 // params.quantum_tokens
-                              * params.quantum_tokens, NOW - params.half_life_s * rng.choice([0, 0, 0.5, 1, 2, 3]))
-        return {node_id: together for node_id in rng.sample(node_ids, min(copies, len(node_ids)))}
     cache = {}
     for node_id in rng.sample(node_ids, min(copies, len(node_ids))):
         if draw.ties:  # whole quanta, observed whole half-lives ago: credits coincide exactly
