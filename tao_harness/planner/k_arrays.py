@@ -32,6 +32,21 @@ class DualArrays:
         return (self.size, self.room, self.node_start, self.pair_session, self.pair_credit, self.rank_start,
                 self.rank_pair, self.pair_node, self.by_credit, self.shared)
 
+    def pairs_of(self, placement: dict[int, int]) -> tuple[np.ndarray, dict[int, int]]:
+        """`placement` (problem session -> node) on these pairs: per local session the pair it sits on (-1:
+        none), and the placed sessions that sit on no pair here (session -> node)."""
+        at = np.full(len(self.sessions), -1, dtype=np.int64)
+        if not placement or not len(self.sessions):
+            return at, dict(placement)
+        pair_at = np.full((len(self.sessions), len(self.room)), -1, dtype=np.int64)  # (session, node) -> pair
+        pair_at[self.pair_session, self.pair_node] = np.arange(len(self.pair_session))
+        ids = np.fromiter(placement, dtype=np.int64, count=len(placement))
+        nodes = np.fromiter(placement.values(), dtype=np.int64, count=len(placement))
+        local = np.minimum(np.searchsorted(self.sessions, ids), len(self.sessions) - 1)
+        pairs = np.where(self.sessions[local] == ids, pair_at[local, nodes], -1)
+        at[local[pairs >= 0]] = pairs[pairs >= 0]
+        return at, dict(zip(ids[pairs < 0].tolist(), nodes[pairs < 0].tolist()))
+
     @classmethod
     def of(cls, credit: list[dict[int, int]], room: list[int], size: np.ndarray) -> DualArrays:
         """The arrays of open pairs `credit[b]` (session -> k) within rooms `room`; `size`: int64, every

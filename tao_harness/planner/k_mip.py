@@ -41,7 +41,7 @@ class KBranchCut:
 def k_branch_and_cut(arrays: DualArrays, incumbent: dict[int, int], step: int, seconds: float) -> KBranchCut:
     """Maximize K over the pairs of `arrays` with HiGHS (mip_rel_gap 0, absolute gap half a `step`),
     started from `incumbent`, for at most `seconds` of wall time."""
-    session, node = arrays.pair_session, arrays.pair_node
+    session = arrays.pair_session
     if not len(session):
         return KBranchCut(None, 0, 0)
     lp = k_model(arrays)
@@ -51,11 +51,12 @@ def k_branch_and_cut(arrays: DualArrays, incumbent: dict[int, int], step: int, s
                             ("mip_abs_gap", step * _GAP), ("time_limit", max(seconds, 1e-3))):
         solver.setOptionValue(option, setting)
     solver.passModel(lp)
-    if incumbent:
-        sessions = arrays.sessions.tolist()
-        start = [1.0 if incumbent.get(sessions[s]) == b else 0.0 for s, b in zip(session.tolist(), node.tolist())]
+    at, _ = arrays.pairs_of(incumbent)
+    if (at >= 0).any():
+        start = np.zeros(len(session))
+        start[at[at >= 0]] = 1.0
         solution = highspy.HighsSolution()
-        solution.col_value = start
+        solution.col_value = start.tolist()
         solution.value_valid = True
         solver.setSolution(solution)
     solver.run()

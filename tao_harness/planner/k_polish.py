@@ -28,19 +28,7 @@ _ROUNDS = 3  # rounds of (shift in, re-pack every node) at most; the third rarel
 def polish_placement(arrays: DualArrays, placement: dict[int, int]) -> dict[int, int]:
     """`placement` (problem session -> node, feasible, each session on a pair of `arrays` or off them)
     polished; sessions off the arrays' pairs are kept as they are."""
-    if not len(arrays.sessions):
-        return dict(placement)
-    pair_at = np.full((len(arrays.sessions), len(arrays.room)), -1, dtype=np.int64)  # (session, node) -> pair
-    pair_at[arrays.pair_session, arrays.pair_node] = np.arange(len(arrays.pair_session))
-    at = np.full(len(arrays.sessions), -1, dtype=np.int64)
-    kept = {}
-    if placement:
-        ids = np.fromiter(placement, dtype=np.int64, count=len(placement))
-        nodes = np.fromiter(placement.values(), dtype=np.int64, count=len(placement))
-        local = np.minimum(np.searchsorted(arrays.sessions, ids), len(arrays.sessions) - 1)
-        pairs = np.where(arrays.sessions[local] == ids, pair_at[local, nodes], -1)
-        at[local[pairs >= 0]] = pairs[pairs >= 0]
-        kept = dict(zip(ids[pairs < 0].tolist(), nodes[pairs < 0].tolist()))
+    at, kept = arrays.pairs_of(placement)
     polish(*arrays.layout()[:9], at)
     placed = at >= 0
     return {**kept, **dict(zip(arrays.sessions[placed].tolist(), arrays.pair_node[at[placed]].tolist()))}
@@ -129,7 +117,7 @@ def _repack(b, size, room, node_start, pair_session, pair_credit, rank_start, ra
         s = pair_session[q]
         if at[s] == q:
             held += pair_credit[q]
-        elif at[s] >= 0 or size[s] > room[b]:
+        elif at[s] >= 0:
             continue
         pool[count] = q
         count += 1
