@@ -203,8 +203,10 @@ class ProbeOutcome:
 def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int, step: int) -> ProbeOutcome:
     """Bound, at multipliers `lam`, every way to place each session: on one of its open nodes, or on
     none (KP of each node with the session forced in or out). A way whose bound cannot beat `best_value`
-    is closed; a session with one way left is fixed to it; the session with the most ways left (then
-    the highest second-best bound) is the one to split on, ways highest bound first."""
+    is closed; a session with one way left is fixed to it; the session whose best way bounds lowest (then
+    with the fewest ways left) is the one to split on, ways highest bound first: its children's bounds
+    are the lowest, so the fewest of them survive (measured on the everywhere shape, 160 x 8: 423 search
+    nodes over 100 snapshots, against 757 splitting on the session with the most ways)."""
     settled, place, drop, split_session, way_bound = _probe(
         *arrays.layout(), lam, float(fixed_value), float(best_value), float(step))
     split: list[tuple[int, int, int | None]] = []
@@ -235,7 +237,7 @@ def _probe(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
             total += lam[s]
     place = np.full(n, OPEN, dtype=np.int64)
     drop = np.zeros(pairs, dtype=np.bool_)
-    split_session, split_ways, split_second = -1, 0, -np.inf
+    split_session, split_ways, split_top = -1, 0, np.inf
     way_bound = np.empty(1)
     for s in range(n):
         lo, hi = rank_start[s], rank_start[s + 1]
@@ -244,7 +246,7 @@ def _probe(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
         for r in range(lo, hi):
             q = rank_pair[r]
             out_total += node_value[pair_node[q]] - forced_out[q]  # KP_b − KP_b without s
-        alive, alive_way, top, second = 0, -1, -np.inf, -np.inf
+        alive, alive_way, top = 0, -1, -np.inf
         for r in range(lo, hi + 1):
             if r < hi:
                 q = rank_pair[r]
@@ -258,18 +260,15 @@ def _probe(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
             if bound > best_value:
                 alive += 1
                 alive_way = r
-                if bound > top:
-                    top, second = bound, top
-                elif bound > second:
-                    second = bound
+                top = max(top, bound)
             elif r < hi:
                 drop[rank_pair[r]] = True
         if alive == 0:
             return True, place, drop, -1, way_bound
         if alive == 1:
             place[s] = -1 if alive_way == hi else pair_node[rank_pair[alive_way]]
-        elif alive > split_ways or (alive == split_ways and second > split_second):
-            split_session, split_ways, split_second, way_bound = s, alive, second, bounds
+        elif top < split_top or (top == split_top and alive < split_ways):
+            split_session, split_ways, split_top, way_bound = s, alive, top, bounds
     return False, place, drop, split_session, way_bound
 
 
