@@ -15,6 +15,9 @@ proportional to demand. The other shapes add, one at a time, what live clusters 
 - `copies`: one to four copies of each credited session's cache written together (the same amount and age
   on each, so credit is flat per session but differs between sessions), with eligibility subsets and
   skewed rooms: tight packings whose Lagrangian bound sits well above the optimum;
+- `replicated`: `copies` on one to all nodes, for nine credited sessions in ten (a prefix pushed to the
+  whole fleet): flat credit shared by most nodes, the hardest shape to prove (even at 32 x 4 HiGHS takes
+  up to 1.5 s on the snapshots our 30 ms leave unproven);
 - `adversarial`: sizes of a few kinds just over a third / half of the rooms (bin-packing fragmentation),
   equal credits on every node for many sessions, and rooms that differ by one quantum.
 - `crowded`: many one-to-three-quantum sessions beside a few that barely fit a room, credit on up to
@@ -45,7 +48,7 @@ class _Draw:
     ties: bool = False
     eligible: bool = False
     skewed: bool = False
-    everywhere: bool = False  # credit on two to all nodes for nine sessions in ten
+    everywhere: bool = False  # credit on two to all nodes for nine sessions in ten (with copies: one to all)
     copies: bool = False  # one to four copies of a session's cache written together: credit flat per session
 
 
@@ -59,7 +62,7 @@ def _cache(rng: random.Random, draw: _Draw, tokens: int, node_ids: list[str], pa
     if rng.random() >= (0.9 if draw.everywhere else 0.6):
         return {}
     if draw.copies:  # written together (a prefix pushed to several replicas at once): one amount and age
-        copies = rng.randint(1, 4)
+        copies = rng.randint(1, len(node_ids) if draw.everywhere else 4)
         cached = rng.choice([1, 2, 3, 4]) * tokens // 4 // params.quantum_tokens * params.quantum_tokens
         together = CacheEntry(cached, NOW - params.half_life_s * rng.choice([0, 0, 0.5, 1, 2, 3]))
         return {node_id: together for node_id in rng.sample(node_ids, min(copies, len(node_ids)))}
@@ -187,6 +190,7 @@ SHAPES: dict[str, Callable[[random.Random, int, int], Snapshot]] = {
     "all": _shape(_Draw(multi=True, ties=True, eligible=True, skewed=True)),
     "everywhere": _shape(_Draw(everywhere=True, eligible=True, skewed=True)),
     "copies": _shape(_Draw(copies=True, eligible=True, skewed=True)),
+    "replicated": _shape(_Draw(copies=True, everywhere=True, eligible=True, skewed=True)),
     "adversarial": _adversarial,
     "crowded": _crowded,
     "degenerate": _degenerate,
