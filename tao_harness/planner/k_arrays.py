@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 OPEN = -2  # a session's place in a probe or a restriction while it keeps several ways (-1: on none)
 
@@ -83,21 +84,90 @@ class DualArrays:
             shared=per_session > 1,
         )
 
-    def restricted(self, place: np.ndarray, drop: np.ndarray, size: np.ndarray
-                   ) -> tuple[DualArrays, dict[int, int], int] | None:
+    def restricted(self, place: np.ndarray, drop: np.ndarray) -> tuple[DualArrays, dict[int, int], int] | None:
         """The sub-problem with each session s of `place[s]` ≥ 0 fixed on that node (-1: on none of its
         nodes; OPEN: still open) and the pairs of `drop` closed; the pairs left that no longer fit their
         room close too. Returns it, the sessions fixed on a node (problem session -> node) and the credit
-        they collect; None when they overflow a room. `size`: int64, every session's size."""
-        placed = place >= 0
-        room = self.room - np.bincount(place[placed], weights=self.size[placed], minlength=len(self.room)
-                                       ).astype(np.int64)
-        if len(room) and room.min() < 0:
+        they collect; None when they overflow a room (compiled: a search builds one per sub-problem)."""
+        built = _restrict(*self.layout(), self.sessions, place, drop)
+        if built is None:
             return None
-        fixed_on = place[self.pair_session] == self.pair_node  # the pairs the fixed sessions sit on
-        value = int(self.pair_credit[fixed_on].sum())
-        fits = self.size[self.pair_session] <= room[self.pair_node]
-        keep = (place[self.pair_session] == OPEN) & ~drop & fits
+        value, sessions, size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, \
+            by_credit, shared = built
+        placed = place >= 0
         fixed = dict(zip(self.sessions[placed].tolist(), place[placed].tolist()))
-        return (self._of_pairs(self.sessions[self.pair_session[keep]], self.pair_node[keep],
-                               self.pair_credit[keep], room, size), fixed, value)
+        return (DualArrays(sessions, size, room, node_start, pair_session, pair_credit, rank_start, rank_pair,
+                           pair_node, by_credit, shared), fixed, int(value))
+
+
+@njit(cache=True)
+def _restrict(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, by_credit,
+              shared, sessions, place, drop):
+    """`DualArrays.restricted` on the arrays' layout: the kept pairs in their order (still grouped by node,
+    and per session still best credit first), the kept sessions renumbered in theirs; None on overflow."""
+    n, m, pairs = size.shape[0], room.shape[0], pair_session.shape[0]
+    left = room.copy()
+    for s in range(n):
+        if place[s] >= 0:
+            left[place[s]] -= size[s]
+    for b in range(m):
+        if left[b] < 0:
+            return None
+    value = 0.0
+    keep = np.zeros(pairs, dtype=np.bool_)
+    per_session = np.zeros(n, dtype=np.int64)
+    for p in range(pairs):
+        s, b = pair_session[p], pair_node[p]
+        if place[s] == b:
+            value += pair_credit[p]
+        elif place[s] == OPEN and not drop[p] and size[s] <= left[b]:
+            keep[p] = True
+            per_session[s] += 1
+    local = np.full(n, -1, dtype=np.int64)  # old local session -> new
+    kept = 0
+    for s in range(n):
+        if per_session[s] > 0:
+            local[s] = kept
+            kept += 1
+    new_pair = np.full(pairs, -1, dtype=np.int64)
+    count = 0
+    for p in range(pairs):
+        if keep[p]:
+            new_pair[p] = count
+            count += 1
+    out_sessions = np.empty(kept, dtype=np.int64)
+    out_size = np.empty(kept, dtype=np.int64)
+    out_shared = np.empty(kept, dtype=np.bool_)
+    out_rank_start = np.zeros(kept + 1, dtype=np.int64)
+    for s in range(n):
+        if local[s] >= 0:
+            out_sessions[local[s]] = sessions[s]
+            out_size[local[s]] = size[s]
+            out_shared[local[s]] = per_session[s] > 1
+            out_rank_start[local[s] + 1] = per_session[s]
+    out_rank_start = np.cumsum(out_rank_start)
+    out_node_start = np.zeros(m + 1, dtype=np.int64)
+    out_pair_session = np.empty(count, dtype=np.int64)
+    out_pair_credit = np.empty(count)
+    out_pair_node = np.empty(count, dtype=np.int64)
+    for p in range(pairs):
+        q = new_pair[p]
+        if q >= 0:
+            out_pair_session[q] = local[pair_session[p]]
+            out_pair_credit[q] = pair_credit[p]
+            out_pair_node[q] = pair_node[p]
+            out_node_start[pair_node[p] + 1] += 1
+    out_node_start = np.cumsum(out_node_start)
+    out_rank_pair = np.empty(count, dtype=np.int64)
+    best = np.empty(kept)
+    at = 0
+    for r in range(pairs):  # old rank order: by session, best credit first, lower node
+        q = new_pair[rank_pair[r]]
+        if q >= 0:
+            if at == out_rank_start[out_pair_session[q]]:
+                best[out_pair_session[q]] = out_pair_credit[q]
+            out_rank_pair[at] = q
+            at += 1
+    out_by_credit = np.argsort(-best, kind="mergesort")  # stable: equal best credit, lower session first
+    return (value, out_sessions, out_size, left, out_node_start, out_pair_session, out_pair_credit,
+            out_rank_start, out_rank_pair, out_pair_node, out_by_credit, out_shared)

@@ -148,8 +148,8 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     # the packing-only ceiling pays with flat credit; with graded credit it never ended a search earlier
     # (multi, all and crowded shapes) and costs ~0.5 ms
     ceiling = k_ceiling(credit, problem.size, problem.room) if shared and flat else None
-    search = _Search(problem.size, step, deadline, polish, math.inf if ceiling is None else ceiling)
-    lam: dict[int, float] = {}
+    search = _Search(step, deadline, polish, math.inf if ceiling is None else ceiling)
+    lam = np.zeros(problem.n)  # per problem session; read only for the shared sessions of a sub-problem
     for i in shared:  # shared sessions start at their second-best credit: only their best node wants them
         lam[i] = float(sorted((column[i] for column in credit if i in column), reverse=True)[1])
     root: _Sub | None = _Sub(arrays, {}, 0)
@@ -164,7 +164,9 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
         relaxation = k_relaxation(arrays)
     if relaxation is not None:
         if flat or relaxation.bound < first:  # its multipliers, when they are the better start
-            lam = {i: relaxation.multipliers.get(i, 0.0) for i in shared}
+            lam = np.zeros(problem.n)
+            for i, x in relaxation.multipliers.items():
+                lam[i] = x
         # with flat credit (fresh, whole caches) the LP bound is usually tight and the search for a
         # placement reaching it is what is hard: the best start, the LP's whole placements or the
         # node-by-node fills (planner/fill.py), is reshuffled toward it
@@ -238,29 +240,28 @@ class _Sub:
     fixed: dict[int, int]
     fixed_value: int
 
-    def changed(self, size: np.ndarray, place: np.ndarray, drop: np.ndarray) -> _Sub | None:
+    def changed(self, place: np.ndarray, drop: np.ndarray) -> _Sub | None:
         """With each local session s of `place[s]` ≥ 0 fixed on that node (-1: on none of its credit nodes,
         OPEN: still open) and the pairs `drop` closed; None when the fixed sessions overflow a room."""
-        restricted = self.arrays.restricted(place, drop, size)
+        restricted = self.arrays.restricted(place, drop)
         if restricted is None:
             return None
         arrays, fixed, value = restricted
         return _Sub(arrays, {**self.fixed, **fixed}, self.fixed_value + value)
 
-    def fixing(self, size: np.ndarray, s: int, b: int | None) -> _Sub | None:
+    def fixing(self, s: int, b: int | None) -> _Sub | None:
         """With local session s fixed on node b (None: on none of its credit nodes)."""
         place = np.full(len(self.arrays.sessions), OPEN, dtype=np.int64)
         place[s] = -1 if b is None else b
-        return self.changed(size, place, np.zeros(len(self.arrays.pair_session), dtype=np.bool_))
+        return self.changed(place, np.zeros(len(self.arrays.pair_session), dtype=np.bool_))
 
 
 class _Search:
     """Depth-first branch and bound over the K sub-problems: each bounded by the Lagrangian, its pairs
     fixed or closed by probing (`_probe`), then split on one session's surviving placements."""
 
-    def __init__(self, size: tuple[int, ...], step: int, deadline: Deadline | None,
+    def __init__(self, step: int, deadline: Deadline | None,
                  polish: Callable[[dict[int, int]], tuple[dict[int, int], int]], ceiling: float) -> None:
-        self.size = np.array(size, dtype=np.int64)
         self.step, self.deadline, self.polish = step, deadline, polish
         self.ceiling = ceiling  # a bound on K proven apart from this search (planner/k_nested.py, k_bins.py)
         self.best_value, self.best_placement = -1, {}
@@ -281,7 +282,7 @@ class _Search:
         return (self.nodes >= _NODES or self.best_value >= self.ceiling
                 or (self.deadline is not None and self.deadline.passed()))
 
-    def node(self, sub: _Sub, lam: dict[int, float], iterations: int) -> int:
+    def node(self, sub: _Sub, lam: np.ndarray, iterations: int) -> int:
         """Search `sub`; returns a bound on the K it left unsettled (-1 when settled)."""
         self.nodes += 1
         retried = False
@@ -308,7 +309,7 @@ class _Search:
         for child_bound, i, b in outcome:
             if child_bound <= self.best_value:
                 continue
-            child = sub.fixing(self.size, i, b)
+            child = sub.fixing(i, b)
             if child is None:
                 continue
             if self.stopped():
@@ -317,7 +318,7 @@ class _Search:
             unsettled = max(unsettled, self.node(child, lam, _CHILD_ITERATIONS))
         return unsettled
 
-    def dual(self, sub: _Sub, lam: dict[int, float], iterations: int) -> tuple[int, dict[int, float]]:
+    def dual(self, sub: _Sub, lam: np.ndarray, iterations: int) -> tuple[int, np.ndarray]:
         """Subgradient steps on the multipliers of `sub`'s shared sessions (planner/k_dual.py); the best
         bound found (floored) and its multipliers. The best repaired knapsack choice is offered as the
         incumbent."""
@@ -328,11 +329,11 @@ class _Search:
         if outcome.placement is not None:
             self.best_value = sub.fixed_value + outcome.value
             self.best_placement, self.polished = {**sub.fixed, **outcome.placement}, False
-        best_lam = {i: x for i, x, shared in zip(arrays.sessions.tolist(), outcome.multipliers.tolist(),
-                                                  arrays.shared.tolist()) if shared}
+        best_lam = lam.copy()
+        best_lam[arrays.sessions] = outcome.multipliers
         return self.floor(outcome.bound), best_lam
 
-    def _probe(self, sub: _Sub, lam: dict[int, float]) -> _Sub | list[tuple[int, int, int | None]] | None:
+    def _probe(self, sub: _Sub, lam: np.ndarray) -> _Sub | list[tuple[int, int, int | None]] | None:
         """Bound, at multipliers `lam`, every way to place each session (planner/k_dual.py). Returns None
         when some session has no way left (nothing in `sub` beats the best), the changed sub-problem
         when something was closed or fixed, else the ways of the session to split on as (bound, local
@@ -342,7 +343,7 @@ class _Search:
         if outcome.settled:
             return None
         if outcome.narrowed:
-            return sub.changed(self.size, outcome.place, outcome.drop)
+            return sub.changed(outcome.place, outcome.drop)
         return outcome.split
 
 
@@ -369,7 +370,7 @@ def _fix_by_prices(sub: _Sub, relaxation: KRelaxation, search: _Search) -> _Sub 
     place[(ways == 1) & out_alive] = -1
     only = ~drop & (ways == 1)[arrays.pair_session]  # the one way left is this pair
     place[arrays.pair_session[only]] = arrays.pair_node[only]
-    return sub.changed(search.size, place, drop)
+    return sub.changed(place, drop)
 
 
 def _flat(credit: list[dict[int, int]]) -> bool:
@@ -388,10 +389,9 @@ def _shared(credit: list[dict[int, int]]) -> set[int]:
     return shared
 
 
-def _multipliers(arrays: DualArrays, lam: dict[int, float]) -> np.ndarray:
-    """`lam` (problem session -> λ) over the arrays' sessions: 0 for those open on one node."""
-    return np.array([lam.get(i, 0.0) if shared else 0.0
-                     for i, shared in zip(arrays.sessions.tolist(), arrays.shared.tolist())])
+def _multipliers(arrays: DualArrays, lam: np.ndarray) -> np.ndarray:
+    """`lam` (per problem session) over the arrays' sessions: 0 for those open on one node."""
+    return np.where(arrays.shared, lam[arrays.sessions], 0.0)
 
 
 def _pair_improver(problem: Problem, credit: list[dict[int, int]]) -> Improver:

@@ -14,7 +14,7 @@ from functools import cache
 import numpy as np
 
 from tao_harness.planner.certificate import surrogate_knapsack
-from tao_harness.planner.k_arrays import DualArrays
+from tao_harness.planner.k_arrays import OPEN, DualArrays
 from tao_harness.planner.k_dual import dual_steps, forced_tables, probe
 from tao_harness.planner.k_mip import k_branch_and_cut
 from tao_harness.planner.k_polish import polish_placement
@@ -31,6 +31,7 @@ def warm_up() -> None:
     arrays = DualArrays.of([{0: 1, 1: 2}, {1: 2}], [2, 2], size)
     dual_steps(arrays, np.zeros(2), 1, 0, -1, 1, 1.0, math.inf)
     probe(arrays, np.zeros(2), 0, -1, 1)
+    arrays.restricted(np.array([0, OPEN], dtype=np.int64), np.zeros(3, dtype=np.bool_))
     polish_placement(arrays, {0: 0})
     k_branch_and_cut(arrays, {0: 0}, 1, 1.0)  # HiGHS's first MIP in a process starts its scheduler (~40 ms)
     surrogate_knapsack([0, 1], [1, 2], [1, 2], 2)
