@@ -288,17 +288,31 @@ def _node_items(b, size, node_start, pair_session, pair_credit, lam):
 def forced_tables(size: np.ndarray, profit: np.ndarray, room: int) -> tuple[float, np.ndarray, np.ndarray]:
     """KP (the knapsack of items j, `size[j]` int64 and `profit[j]` float64, within `room`), and per item
     the knapsack with it forced in and forced out: "best within c" tables forward and backward over the
-    items, joined around each one (items of profit ≤ 0 are never taken unless forced in)."""
+    items of positive profit, joined around each one. An item of profit ≤ 0 is never taken unless forced
+    in, so leaving it out changes nothing and forcing it in costs one lookup in the whole table (under the
+    multipliers most of a node's items are priced out: with credit on every node a session is wanted by
+    one or two of them)."""
     n = size.shape[0]
-    forward = np.zeros((n + 1, room + 1))
-    backward = np.zeros((n + 1, room + 1))  # backward[j]: items j..n−1
+    positive = np.empty(n, dtype=np.int64)
+    k = 0
     for j in range(n):
-        _add(forward[j], forward[j + 1], size[j], profit[j])
-    for j in range(n - 1, -1, -1):
-        _add(backward[j + 1], backward[j], size[j], profit[j])
+        if profit[j] > 0:
+            positive[k] = j
+            k += 1
+    forward = np.zeros((k + 1, room + 1))
+    backward = np.zeros((k + 1, room + 1))  # backward[t]: positive items t..k−1
+    for t in range(k):
+        _add(forward[t], forward[t + 1], size[positive[t]], profit[positive[t]])
+    for t in range(k - 1, -1, -1):
+        _add(backward[t + 1], backward[t], size[positive[t]], profit[positive[t]])
+    whole = forward[k]
     forced_in, forced_out = np.empty(n), np.empty(n)
-    for j in range(n):
-        before, after = forward[j], backward[j + 1]
+    for j in range(n):  # priced out: the whole knapsack without it, or it beside the best of the rest
+        forced_out[j] = whole[room]
+        forced_in[j] = profit[j] + whole[room - size[j]] if size[j] <= room else -np.inf
+    for t in range(k):
+        j = positive[t]
+        before, after = forward[t], backward[t + 1]
         out = -np.inf
         for c in range(room + 1):
             out = max(out, before[c] + after[room - c])
@@ -308,15 +322,13 @@ def forced_tables(size: np.ndarray, profit: np.ndarray, room: int) -> tuple[floa
         for c in range(free + 1):
             best_in = max(best_in, before[c] + after[free - c])
         forced_in[j] = profit[j] + best_in
-    return forward[n, room], forced_in, forced_out
+    return whole[room], forced_in, forced_out
 
 
 @njit(cache=True)
 def _add(table: np.ndarray, out: np.ndarray, w: int, p: float) -> None:
-    """`out`: the "best within c" table `table` with one more item (size w ≤ room, profit p)."""
+    """`out`: the "best within c" table `table` with one more item (size w ≤ room, profit p > 0)."""
     out[:] = table
-    if p <= 0:
-        return
     for c in range(w, table.shape[0]):
         if table[c - w] + p > out[c]:
             out[c] = table[c - w] + p
