@@ -51,20 +51,12 @@ class DualArrays:
     @classmethod
     def of(cls, credit: list[dict[int, int]], room: list[int], size: np.ndarray) -> DualArrays:
         """The arrays of open pairs `credit[b]` (session -> k) within rooms `room`; `size`: int64, every
-        session's size."""
+        session's size. (numpy sorts: built once per K level; a search's children come from `restricted`.)"""
         counts = np.array([len(column) for column in credit], dtype=np.int64)
         owner = np.fromiter((i for column in credit for i in column), dtype=np.int64, count=int(counts.sum()))
         pair_credit = np.fromiter((k for column in credit for k in column.values()), dtype=np.float64,
                                   count=len(owner))
         pair_node = np.repeat(np.arange(len(credit), dtype=np.int64), counts)
-        return cls._of_pairs(owner, pair_node, pair_credit, np.array(room, dtype=np.int64), size)
-
-    @classmethod
-    def _of_pairs(cls, owner: np.ndarray, pair_node: np.ndarray, pair_credit: np.ndarray, room: np.ndarray,
-                  size: np.ndarray) -> DualArrays:
-        """The arrays of the pairs (problem session `owner[p]`, node `pair_node[p]`, credit), grouped by
-        node (numpy sorts: a search builds one per sub-problem, with credit on most nodes over hundreds of
-        pairs)."""
         sessions, pair_session = np.unique(owner, return_inverse=True)
         rank_pair = np.lexsort((pair_node, -pair_credit, pair_session))  # by session, best credit, lower node
         per_session = np.bincount(pair_session, minlength=len(sessions))
@@ -73,7 +65,7 @@ class DualArrays:
         return cls(
             sessions=sessions,
             size=size[sessions],
-            room=room,
+            room=np.array(room, dtype=np.int64),
             node_start=np.concatenate(([0], np.cumsum(np.bincount(pair_node, minlength=len(room))))),
             pair_session=pair_session.astype(np.int64),
             pair_credit=pair_credit,
