@@ -291,16 +291,19 @@ def forced_tables(size: np.ndarray, profit: np.ndarray, room: int) -> tuple[floa
     items of positive profit, joined around each one. An item of profit ≤ 0 is never taken unless forced
     in, so leaving it out changes nothing and forcing it in costs one lookup in the whole table (under the
     multipliers most of a node's items are priced out: with credit on every node a session is wanted by
-    one or two of them)."""
+    one or two of them). The tables stop at the positive items' total size when that is below the room:
+    past it every table is flat."""
     n = size.shape[0]
     positive = np.empty(n, dtype=np.int64)
-    k = 0
+    k, total = 0, 0
     for j in range(n):
         if profit[j] > 0:
             positive[k] = j
             k += 1
-    forward = np.zeros((k + 1, room + 1))
-    backward = np.zeros((k + 1, room + 1))  # backward[t]: positive items t..k−1
+            total += size[j]
+    width = min(room, total)
+    forward = np.zeros((k + 1, width + 1))
+    backward = np.zeros((k + 1, width + 1))  # backward[t]: positive items t..k−1
     for t in range(k):
         _add(forward[t], forward[t + 1], size[positive[t]], profit[positive[t]])
     for t in range(k - 1, -1, -1):
@@ -308,26 +311,32 @@ def forced_tables(size: np.ndarray, profit: np.ndarray, room: int) -> tuple[floa
     whole = forward[k]
     forced_in, forced_out = np.empty(n), np.empty(n)
     for j in range(n):  # priced out: the whole knapsack without it, or it beside the best of the rest
-        forced_out[j] = whole[room]
-        forced_in[j] = profit[j] + whole[room - size[j]] if size[j] <= room else -np.inf
+        forced_out[j] = whole[width]
+        forced_in[j] = profit[j] + whole[min(room - size[j], width)] if size[j] <= room else -np.inf
     for t in range(k):
         j = positive[t]
-        before, after = forward[t], backward[t + 1]
-        out = -np.inf
-        for c in range(room + 1):
-            out = max(out, before[c] + after[room - c])
-        forced_out[j] = out
-        free = room - size[j]
-        best_in = -np.inf
-        for c in range(free + 1):
-            best_in = max(best_in, before[c] + after[free - c])
-        forced_in[j] = profit[j] + best_in
-    return whole[room], forced_in, forced_out
+        forced_out[j] = _join(forward[t], backward[t + 1], room, width)
+        forced_in[j] = profit[j] + _join(forward[t], backward[t + 1], room - size[j], width) \
+            if size[j] <= room else -np.inf
+    return whole[width], forced_in, forced_out
+
+
+@njit(cache=True)
+def _join(before: np.ndarray, after: np.ndarray, capacity: int, width: int) -> float:
+    """The best of two "best within c" tables (flat past `width`) sharing `capacity` ≥ 0 between them."""
+    lo, hi = max(0, capacity - width), min(capacity, width)
+    if lo > hi:  # both past their flat point
+        return before[width] + after[width]
+    best = -np.inf
+    for c in range(lo, hi + 1):
+        best = max(best, before[c] + after[capacity - c])
+    return best
 
 
 @njit(cache=True)
 def _add(table: np.ndarray, out: np.ndarray, w: int, p: float) -> None:
-    """`out`: the "best within c" table `table` with one more item (size w ≤ room, profit p > 0)."""
+    """`out`: the "best within c" table `table` with one more item (profit p > 0; one wider than the table
+    is never taken)."""
     out[:] = table
     for c in range(w, table.shape[0]):
         if table[c - w] + p > out[c]:
