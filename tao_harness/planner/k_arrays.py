@@ -81,7 +81,8 @@ class DualArrays:
         nodes; OPEN: still open) and the pairs of `drop` closed; the pairs left that no longer fit their
         room close too. Returns it, the sessions fixed on a node (problem session -> node) and the credit
         they collect; None when they overflow a room (compiled: a search builds one per sub-problem)."""
-        built = _restrict(*self.layout(), self.sessions, place, drop)
+        built = _restrict(self.sessions, self.size, self.room, self.pair_session, self.pair_credit,
+                          self.rank_pair, self.pair_node, place, drop)
         if built is None:
             return None
         value, sessions, size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, \
@@ -93,9 +94,8 @@ class DualArrays:
 
 
 @njit(cache=True)
-def _restrict(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, by_credit,
-              shared, sessions, place, drop):
-    """`DualArrays.restricted` on the arrays' layout: the kept pairs in their order (still grouped by node,
+def _restrict(sessions, size, room, pair_session, pair_credit, rank_pair, pair_node, place, drop):
+    """`DualArrays.restricted` over the arrays it reads: the kept pairs in their order (still grouped by node,
     and per session still best credit first), the kept sessions renumbered in theirs; None on overflow."""
     n, m, pairs = size.shape[0], room.shape[0], pair_session.shape[0]
     left = room.copy()
@@ -106,14 +106,16 @@ def _restrict(size, room, node_start, pair_session, pair_credit, rank_start, ran
         if left[b] < 0:
             return None
     value = 0.0
-    keep = np.zeros(pairs, dtype=np.bool_)
+    new_pair = np.full(pairs, -1, dtype=np.int64)  # kept pairs renumbered in order, -1: closed
     per_session = np.zeros(n, dtype=np.int64)
+    count = 0
     for p in range(pairs):
         s, b = pair_session[p], pair_node[p]
         if place[s] == b:
             value += pair_credit[p]
         elif place[s] == OPEN and not drop[p] and size[s] <= left[b]:
-            keep[p] = True
+            new_pair[p] = count
+            count += 1
             per_session[s] += 1
     local = np.full(n, -1, dtype=np.int64)  # old local session -> new
     kept = 0
@@ -121,12 +123,6 @@ def _restrict(size, room, node_start, pair_session, pair_credit, rank_start, ran
         if per_session[s] > 0:
             local[s] = kept
             kept += 1
-    new_pair = np.full(pairs, -1, dtype=np.int64)
-    count = 0
-    for p in range(pairs):
-        if keep[p]:
-            new_pair[p] = count
-            count += 1
     out_sessions = np.empty(kept, dtype=np.int64)
     out_size = np.empty(kept, dtype=np.int64)
     out_shared = np.empty(kept, dtype=np.bool_)
