@@ -76,7 +76,8 @@ class DualArrays:
             shared=per_session > 1,
         )
 
-    def restricted(self, place: np.ndarray, drop: np.ndarray) -> tuple[DualArrays, dict[int, int], int] | None:
+    def restricted(self, place: np.ndarray, drop: np.ndarray
+                   ) -> tuple[DualArrays, dict[int, int], int] | None:
         """The sub-problem with each session s of `place[s]` ≥ 0 fixed on that node (-1: on none of its
         nodes; OPEN: still open) and the pairs of `drop` closed; the pairs left that no longer fit their
         room close too. Returns it, the sessions fixed on a node (problem session -> node) and the credit
@@ -85,12 +86,10 @@ class DualArrays:
                           self.rank_pair, self.pair_node, place, drop)
         if built is None:
             return None
-        value, sessions, size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, \
-            by_credit, shared = built
+        value, *fields = built  # the DualArrays fields, in their order
         placed = place >= 0
         fixed = dict(zip(self.sessions[placed].tolist(), place[placed].tolist()))
-        return (DualArrays(sessions, size, room, node_start, pair_session, pair_credit, rank_start, rank_pair,
-                           pair_node, by_credit, shared), fixed, int(value))
+        return DualArrays(*fields), fixed, int(value)
 
 
 @njit(cache=True)

@@ -91,8 +91,8 @@ class _Path:
 
 @njit(cache=True)
 def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, by_credit,
-           shared, lam, best_lam, chosen, node_value, dirty, best_placement, state, iterations, fixed_value, given,
-           step, ceiling):
+           shared, lam, best_lam, chosen, node_value, dirty, best_placement, state, iterations, fixed_value,
+           given, step, ceiling):
     """Up to `iterations` steps along the path (`given`: the incumbent's K the path started from); the
     steps taken and whether the path is done (bound reached, ceiling reached or no conflict left)."""
     m, n = room.shape[0], size.shape[0]
@@ -146,9 +146,10 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
         value = raw
         # polished when the raw repair does not reach the bound already and is near the best raw one (a
         # polish costs a few knapsacks; most repairs far below the best do not polish into a better one)
-        if fixed_value + raw < math.floor(best_bound + EPS) // step * step and raw >= best_raw * (1 - _SLACK):
-            value = polish(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node,
-                           by_credit, at)
+        below_bound = fixed_value + raw < math.floor(best_bound + EPS) // step * step
+        if below_bound and raw >= best_raw * (1 - _SLACK):
+            value = polish(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair,
+                           pair_node, by_credit, at)
         best_raw = max(best_raw, raw)
         if value > best_found:
             best_found = value
@@ -169,7 +170,8 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
         if stall >= _STALL:
             move_size, stall = move_size / 2, 0
         # the Polyak step aims at the raw repairs (or the incumbent given), not the polished ones: aiming
-        # higher shortens the steps, and the bound then converges slower (measured: 40 steps left it 1% higher)
+        # higher shortens the steps, and the bound then converges slower (measured: 40 steps left it 1%
+        # higher)
         aim = max(given, fixed_value + best_raw)
         move = move_size * max(bound - aim, 1.0) / norm
         for s in range(n):

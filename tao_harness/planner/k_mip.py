@@ -62,7 +62,9 @@ def k_branch_and_cut(arrays: DualArrays, incumbent: dict[int, int], step: int, s
     solver.run()
     info = solver.getInfo()
     dual = float(info.mip_dual_bound)
-    bound = math.floor(dual + _TOLERANCE * max(1.0, abs(dual))) // step * step if math.isfinite(dual) else None
+    bound = None
+    if math.isfinite(dual):
+        bound = math.floor(dual + _TOLERANCE * max(1.0, abs(dual))) // step * step
     taken = np.asarray(solver.getSolution().col_value) > 0.5
     placement = _checked(arrays, taken)
     worth = int(arrays.pair_credit[taken].sum()) if placement is not None else 0

@@ -35,7 +35,8 @@ def polish_placement(arrays: DualArrays, placement: dict[int, int]) -> dict[int,
 
 
 @njit(cache=True)
-def polish(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, by_credit, at):
+def polish(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, by_credit,
+           at):
     """Improve the placement `at` (per local session, the pair it sits on, -1: none) in place; return
     its K over the open pairs. `at` must be feasible within `room`."""
     m, n = room.shape[0], size.shape[0]
@@ -61,8 +62,8 @@ def polish(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
 
 
 @njit(cache=True)
-def _shift_in(size, node_start, pair_session, rank_start, rank_pair, pair_node, pair_credit, by_credit, at, left,
-              dirty):
+def _shift_in(size, node_start, pair_session, rank_start, rank_pair, pair_node, pair_credit, by_credit, at,
+              left, dirty):
     """One pass of shift-in moves over the left-out sessions; the K gained. The nodes changed are marked
     `dirty`."""
     gained = 0.0

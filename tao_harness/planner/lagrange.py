@@ -140,8 +140,8 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
         """`placement` reshuffled toward K = `target` (planner/reshuffle.py), and its K; its rounds, and the
         re-packs within a round, stop at the reshuffle's share of the deadline."""
         until = None if deadline is None else deadline.share(_RESHUFFLE_SHARE)
-        return reshuffle(placement, problem.m, value_of, lambda kept: refill(kept, until), target, _RESHUFFLES,
-                         until)
+        return reshuffle(placement, problem.m, value_of, lambda kept: refill(kept, until), target,
+                         _RESHUFFLES, until)
 
     step = math.gcd(*(k for column in credit for k in column.values()))
     shared = _shared(credit)
@@ -184,8 +184,8 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
             if search.best_value > value_of(start):
                 start = search.best_placement
             target = int(min(search.floor(relaxation.bound), search.ceiling, first))
-            # the reshuffle and the bin completion look for a placement reaching a tight LP bound (credits of a
-            # few sizes); below it the Lagrangian search gets the time, but for bin completion when the best
+            # the reshuffle and the bin completion look for a placement reaching a tight LP bound (credits of
+            # a few sizes); below it the Lagrangian search gets the time, but for bin completion when the best
             # placement is a credit step or two short of the steps' bound (then it reaches or rules out those
             # few values quickly; measured on equal-credit snapshots, 32 x 4 to 64 x 8)
             lp_tight = first >= search.floor(relaxation.bound)

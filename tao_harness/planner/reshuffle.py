@@ -25,7 +25,9 @@ def reshuffle(
     best, value = placement, value_of(placement)
     since_better = 0
     for _ in range(rounds):
-        if value >= target or since_better >= _STALE or (deadline is not None and deadline.passed()) or nodes < 2:
+        if value >= target or since_better >= _STALE or nodes < 2:
+            break
+        if deadline is not None and deadline.passed():
             break
         emptied = rng.sample(range(nodes), 2)
         kept = {i: b for i, b in best.items() if b not in emptied or rng.random() >= 0.5}

@@ -72,8 +72,8 @@ def test_lp_bounds_hold_every_placement() -> None:
             continue
         checked += 1
         sessions = arrays.sessions.tolist()
-        with_pair = {(sessions[s], b): bound for s, b, bound in
-                     zip(arrays.pair_session.tolist(), arrays.pair_node.tolist(), relaxation.with_pair.tolist())}
+        pairs = zip(arrays.pair_session.tolist(), arrays.pair_node.tolist(), relaxation.with_pair.tolist())
+        with_pair = {(sessions[s], b): bound for s, b, bound in pairs}
         without = dict(zip(sessions, relaxation.without.tolist()))
         for placement in every_k_placement(problem):
             k = k_of(problem, placement)
