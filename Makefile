@@ -41,7 +41,7 @@ test: $(TEST_STAMP) agents
 # The real-vLLM tier (tests/real_vllm): real vLLM servers, started once per run and shared, so one
 # pytest process (no xdist workers, each of which would start its own servers).
 test-vllm: $(TEST_STAMP) vllm
-	TAO_REAL_VLLM=1 $(VENV)/bin/python scripts/run_tests.py -n 0 -m real_vllm tests/real_vllm $(PYTEST_ARGS)
+	TAO_REAL_VLLM=1 $(VENV)/bin/python scripts/run_tests.py -n 0 --timeout 1200 -o faulthandler_timeout=1100 -m real_vllm tests/real_vllm $(PYTEST_ARGS)
 
 # Real agent CLIs for the end-to-end tests, pinned; npm/pip run only when the installed version differs.
 # mini-SWE-agent gets its own virtualenv so its dependencies never touch the project's .venv.

@@ -19,8 +19,13 @@ from sqlalchemy import Connection, inspect, insert, select, func, text
 
 from tao_harness.store.models import SCHEMA_VERSION, Base, LLMAttempt, Plan, SchemaVersion, ToolCall
 
-# An arbitrary constant naming the advisory lock that serializes schema set-up on PostgreSQL.
+# An arbitrary constant naming the advisory locks that serialize schema set-up on PostgreSQL; the second
+# key is the schema's hash, so openers of different schemas of one database (tenants, tests) never wait
+# on each other.
 _PG_SCHEMA_LOCK = 0x7A0_5C4E
+# How long an opener waits for that lock (and the upgrade's table locks) before giving up with an error:
+# an upgrade takes seconds, and an opener stuck mid-upgrade must not hold every other one forever.
+_PG_LOCK_WAIT = "120s"
 
 
 class SchemaError(Exception):
@@ -75,7 +80,9 @@ _TAO_TABLES = {"sessions", "tool_calls", "llm_requests"}
 
 def _lock(conn: Connection) -> None:
     if conn.dialect.name == "postgresql":
-        conn.execute(select(func.pg_advisory_xact_lock(_PG_SCHEMA_LOCK)))
+        conn.execute(text(f"SET LOCAL lock_timeout = '{_PG_LOCK_WAIT}'"))
+        schema_key = func.hashtext(func.coalesce(func.current_schema(), ""))
+        conn.execute(select(func.pg_advisory_xact_lock(_PG_SCHEMA_LOCK, schema_key)))
 
 
 def _record(conn: Connection, version: int) -> None:

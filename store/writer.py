@@ -100,7 +100,10 @@ class StoreWriter:
         self.redactor = redactor or Redactor()
         self._queue: queue.SimpleQueue[tuple[int, StoreRecord] | _Flush | _Stop] = queue.SimpleQueue()
         self._closed = False
-        self._lock = threading.Lock()  # orders submit() against close(): nothing is queued behind the stop
+        self._stopped = False  # the thread has ended: nothing queued from now on would be served
+        # Orders submit() against close() (no record is queued behind the stop), and flush requests
+        # against the thread's end (none is queued once nothing would serve it).
+        self._lock = threading.Lock()
         self._submitted = 0
         self._written = 0
         self.unwritable = 0
@@ -144,19 +147,24 @@ class StoreWriter:
         for record in records:
             self.submit(record)
 
+    def _queue_flush(self, flush: _Flush) -> bool:
+        """Queue `flush` for the thread to serve once what is queued before it is written; False (and
+        not queued) when the thread has ended, having written everything."""
+        with self._lock:
+            if self._stopped:
+                return False
+            self._queue.put(flush)
+            return True
+
     def _wait_written(self, timeout: float | None) -> None:
-        if self._thread.is_alive():
-            done = threading.Event()
-            self._queue.put(_Flush(done.set))
-            if not done.wait(timeout):
-                raise StoreError(f"store writer did not flush within {timeout} s")
+        done = threading.Event()
+        if self._queue_flush(_Flush(done.set)) and not done.wait(timeout):
+            raise StoreError(f"store writer did not flush within {timeout} s")
 
     async def _await_written(self) -> None:
         """`_wait_written` for an event loop, without holding a thread while it waits: a coordinator
         acknowledges every event POST this way, and hundreds at once would queue for the loop's few
         default-executor threads (and starve the planner, which runs there too)."""
-        if not self._thread.is_alive():
-            return
         loop = asyncio.get_running_loop()
         written: asyncio.Future[None] = loop.create_future()
 
@@ -170,8 +178,8 @@ class StoreWriter:
             except RuntimeError:  # the loop closed while its waiter was queued
                 pass
 
-        self._queue.put(_Flush(done))
-        await written
+        if self._queue_flush(_Flush(done)):
+            await written
 
     def flush(self, timeout: float | None = None) -> None:
         """Block until everything submitted before this call is written; raise if anything failed."""
@@ -225,6 +233,24 @@ class StoreWriter:
             raise StoreError(f"{count} records could not be written to {self.store.name}: {reasons[-1]}")
 
     def _run(self) -> None:
+        try:
+            self._serve()
+        finally:
+            with self._lock:
+                self._stopped = True
+            self._release_waiters()
+
+    def _release_waiters(self) -> None:
+        """Answer the flush requests queued behind the stop (or left by a failure): nothing more comes."""
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, _Flush):
+                item.done()
+
+    def _serve(self) -> None:
         stopping = False
         while not stopping:
             batch: list[tuple[int, StoreRecord]] = []

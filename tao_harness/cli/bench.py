@@ -10,6 +10,7 @@ A run that fails is reported in results.md and makes the exit code 1; the others
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -98,7 +99,9 @@ def _run_all(jobs: Sequence[BenchJob], processes: int) -> Iterator[BenchRun]:
     if processes <= 1:
         yield from (run_job(job) for job in jobs)
         return
-    pool = ProcessPoolExecutor(max_workers=processes)
+    # Spawned, not forked: a fork copies this process's threads' locks (HiGHS's worker pool among them,
+    # once a TAO run has planned here) into children that can then wait on them forever.
+    pool = ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"))
     try:
         futures = [pool.submit(run_job, job) for job in jobs]
         yield from (future.result() for future in as_completed(futures))

@@ -29,6 +29,8 @@ from tao_harness.shims.runner import run_agent
 from tao_harness.store.engine import open_store
 from tao_harness.store.models import LLMRequest, ToolCall
 
+from .agent_env import AGENT_ENV
+
 REPO = Path(__file__).resolve().parents[2]
 AGENTS_BIN = REPO / ".tools" / "agents" / "node_modules" / ".bin"
 MINI_BIN = REPO / ".tools" / "mini" / "bin"
@@ -91,11 +93,7 @@ async def cluster(aiohttp_server: Any, tmp_path: Path, monkeypatch: pytest.Monke
         urls.append(str(server.make_url("")).rstrip("/"))
     home = tmp_path / "home"
     home.mkdir()
-    for key, value in {"HOME": str(home), "XDG_DATA_HOME": str(tmp_path / "data"), "IS_SANDBOX": "1",
-                       "ANTHROPIC_API_KEY": "dummy", "ANTHROPIC_MODEL": "m", "OPENAI_API_KEY": "dummy",
-                       "MSWEA_CONFIGURED": "true",
-                       "OPENCODE_CONFIG_CONTENT": '{"autoupdate": false, "share": "disabled", "model": "tao/m"}',
-                       }.items():
+    for key, value in {"HOME": str(home), "XDG_DATA_HOME": str(tmp_path / "data"), **AGENT_ENV}.items():
         monkeypatch.setenv(key, value)
     for key in ("TAO_COORDINATOR_URL", "TAO_DB_URL", "TAO_TOKEN", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
         monkeypatch.delenv(key, raising=False)
@@ -108,7 +106,8 @@ def _replica_flags(cluster: Cluster) -> list[str]:
 
 
 async def _tao_run(args: list[str]) -> int:
-    return await asyncio.wait_for(run_agent(_plan(args)), timeout=600)  # a loaded 2-core machine
+    # minutes: a loaded 2-core machine; within the suite's per-test limit (300 s)
+    return await asyncio.wait_for(run_agent(_plan(args)), timeout=200)
 
 
 def _store_rows(db_url: str, session: str) -> tuple[list[ToolCall], list[LLMRequest]]:

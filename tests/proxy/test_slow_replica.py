@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -43,15 +44,21 @@ async def test_connect_timeouts_are_waited_out_not_answered_503(serve: Serve,
 
         caplog.set_level(logging.INFO, "tao_harness.proxy.app")
         answer = asyncio.create_task(ask())
-        while not answer.done() and sum("timed out" in r.message for r in caplog.records) < 3:
-            await asyncio.sleep(0.05)
-        assert not answer.done(), answer.result()  # three connect attempts timed out, and it still waits
-        queued.close()
-        listener.close()
+        try:
+            # Bounded: were the kernel to accept these connects after all, no attempt would ever time out.
+            deadline = time.monotonic() + 30
+            while not answer.done() and sum("timed out" in r.message for r in caplog.records) < 3:
+                assert time.monotonic() < deadline, "the proxy's connects to the full listener never timed out"
+                await asyncio.sleep(0.05)
+            assert not answer.done(), answer.result()  # three connect attempts timed out, and it still waits
+        finally:
+            queued.close()
+            listener.close()
         await replica.start_server()  # the replica is up at last, on the same port
         try:
             status, payload = await asyncio.wait_for(answer, 60)
         finally:
+            answer.cancel()
             await replica.close()
     assert status == 200, payload
     assert payload["choices"][0]["message"]["content"]

@@ -6,9 +6,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Connection, create_engine, inspect, select, text
+from sqlalchemy import Connection, create_engine, func, inspect, select, text
 from sqlalchemy.pool import NullPool
 
+from tao_harness.store import migrations
 from tao_harness.store.engine import StoreError, open_store, resolve_url
 from tao_harness.store.models import SCHEMA_VERSION, SchemaVersion, ToolCall
 from tao_harness.store.records import ToolCallRecord
@@ -150,6 +151,28 @@ def test_concurrent_first_opens_agree(db_url: str) -> None:
     assert [str(e) for e in errors] == []
     with open_store(db_url) as store, store.engine.connect() as conn:
         assert conn.execute(select(SchemaVersion.version)).scalars().all() == [SCHEMA_VERSION]
+
+
+def _hold_schema_lock(url: str) -> Connection:
+    """A connection inside an opener's critical section on `url`'s schema (as if it hung mid-upgrade)."""
+    conn = create_engine(url, poolclass=NullPool).connect()
+    conn.execute(select(func.pg_advisory_xact_lock(migrations._PG_SCHEMA_LOCK,
+                                                   func.hashtext(func.current_schema()))))
+    return conn
+
+
+def test_a_stuck_opener_holds_up_its_own_schema_only(
+    pg_url: str, other_pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(migrations, "_PG_LOCK_WAIT", "1s")
+    stuck = _hold_schema_lock(pg_url)
+    try:
+        open_store(other_pg_url).close()  # another tenant of the database opens at once
+        with pytest.raises(StoreError, match="lock timeout"):  # and this schema's opener gives up, not hangs
+            open_store(pg_url)
+    finally:
+        stuck.close()
+    open_store(pg_url).close()
 
 
 def test_url_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

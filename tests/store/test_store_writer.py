@@ -230,15 +230,25 @@ def _writer_process(url: str, proc: int, threads: int, calls: int) -> None:
 def test_many_writer_processes_lose_nothing(db_url: str) -> None:
     processes, threads, calls = 4, 16, 10  # 64 concurrent writers in 4 processes, each with its own engine
     open_store(db_url).close()  # the schema exists, and no connection is open, before the fork
-    # fork, not spawn: the children start without re-importing SQLAlchemy, which keeps this test fast
-    context = multiprocessing.get_context("fork")
+    # spawn, not fork: this test process has threads (xdist's, HiGHS's, earlier tests'), and a fork can
+    # copy a lock one of them holds into a child that then waits on it forever (and, on PostgreSQL, keeps
+    # its connections and their locks, so dropping the test's schema would wait too)
+    context = multiprocessing.get_context("spawn")
     children = [
-        context.Process(target=_writer_process, args=(db_url, p, threads, calls)) for p in range(processes)
+        context.Process(target=_writer_process, args=(db_url, p, threads, calls), daemon=True)
+        for p in range(processes)
     ]
-    for child in children:
-        child.start()
-    for child in children:
-        child.join(timeout=120)
+    try:
+        for child in children:
+            child.start()
+        deadline = time.monotonic() + 120
+        for child in children:
+            child.join(timeout=max(0.0, deadline - time.monotonic()))
+    finally:
+        for child in children:
+            if child.is_alive():
+                child.kill()
+                child.join(10)
     assert [child.exitcode for child in children] == [0] * processes
     with open_store(db_url) as store:
         assert _count(store) == processes * threads * calls
@@ -315,3 +325,37 @@ def test_waiters_share_one_transaction(sqlite_url: str, monkeypatch: pytest.Monk
         writer.close()
         assert _count(store, "1=1") == 11
     assert batches == [1, 10]
+
+
+async def test_waiters_queued_behind_the_stop_are_answered(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A flush (or an event's acknowledgment) asked for while the writer is closing lands behind the stop
+    # in the queue: the thread answers it as it ends, so it neither waits forever nor times out.
+    writing, go_on = threading.Event(), threading.Event()
+
+    def held(conn: object, records: list[object], redactor: object) -> None:
+        writing.set()
+        assert go_on.wait(30)
+        write_batch(conn, records, redactor)
+
+    monkeypatch.setattr(writer_module, "write_batch", held)
+    with open_store(sqlite_url) as store:
+        writer = StoreWriter(store, flush_interval_s=0.0)
+        first = writer.submit(_start("first", "s"))
+        assert writing.wait(10)  # the thread is inside its first write
+        closing = threading.Thread(target=writer.close)
+        closing.start()
+        assert _wait_for(lambda: writer._queue.qsize() == 1)  # the stop is queued
+        flushed = threading.Thread(target=writer.flush, args=(30,))
+        flushed.start()
+        acknowledged = asyncio.ensure_future(writer.acommit(first, first + 1))
+        await asyncio.sleep(0)  # the acknowledgment is asked for
+        assert _wait_for(lambda: writer._queue.qsize() == 3)  # both behind the stop
+        go_on.set()
+        result = await asyncio.wait_for(acknowledged, 10)
+        flushed.join(10)
+        closing.join(10)
+        assert not flushed.is_alive() and not closing.is_alive()
+        assert result.unavailable is None and _count(store, "1=1") == 1
+        writer.flush(0.1)  # after the end: at once
