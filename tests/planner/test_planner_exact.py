@@ -81,7 +81,9 @@ def test_residual_dp_after_an_unproven_certificate_is_exact() -> None:
     """Tight rooms and credit on one node: the certificate fixes the K part, the DP finishes the rest."""
     rng = random.Random(9)
     residual_cases = 0
-    while residual_cases < 25:
+    for _ in range(20_000):  # bounded: should the certificate prove (nearly) all of them, fail, not spin
+        if residual_cases == 25:
+            break
         n, m = rng.randint(4, 8), rng.randint(2, 3)
         values = []
         for _ in range(n):
@@ -98,6 +100,7 @@ def test_residual_dp_after_an_unproven_certificate_is_exact() -> None:
         solution = solve(problem, state_budget=10**6)
         assert solution.solver == "dp" and is_feasible(problem, solution.placement)
         assert objective(problem, dict(solution.placement)) == brute_force(problem), problem
+    assert residual_cases == 25, "too few unproven certificates to exercise the DP after one"
 
 
 def test_best_credit_subsets_lists_every_tie() -> None:
