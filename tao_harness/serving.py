@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
+import signal
 from typing import Any, Coroutine, TypeVar
 
 from aiohttp import web
@@ -16,15 +18,50 @@ LISTEN_BACKLOG = 4096
 _T = TypeVar("_T")
 
 
-def run_server(main: Coroutine[Any, Any, _T]) -> _T:
-    """Run a server's main coroutine on uvloop: the proxy's hot path is mostly socket writes and event-loop
-    bookkeeping (py-spy: ~30% in asyncio's selector transport), which libuv does in C. Falls back to
-    asyncio where uvloop does not exist (Windows)."""
+# The signals that stop a server cleanly: SIGTERM is what process managers (systemd, docker, Kubernetes)
+# send, SIGINT what a terminal does.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def run_server(main: Coroutine[Any, Any, _T]) -> _T | None:
+    """Run a server's main coroutine on uvloop until it returns, or until SIGINT or SIGTERM stops it: then
+    the coroutine is cancelled, its cleanup runs (the coordinator writes what its store still queues) and
+    None is returned.
+
+    uvloop: the proxy's hot path is mostly socket writes and event-loop bookkeeping (py-spy: ~30% in
+    asyncio's selector transport), which libuv does in C. Falls back to asyncio where uvloop does not exist
+    (Windows)."""
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency wherever it builds
-        return asyncio.run(main)
-    return uvloop.run(main)
+        return asyncio.run(_until_stopped(main))
+    return uvloop.run(_until_stopped(main))
+
+
+async def _until_stopped(main: Coroutine[Any, Any, _T]) -> _T | None:
+    """`main`, cancelled by a stop signal. Handled here rather than left to the defaults: SIGTERM's kills
+    the process with nothing cleaned up, and a server started in the background by a shell inherits
+    SIGINT ignored (asyncio then leaves it so), which made it deaf to the SIGINT meant to stop it."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(main)
+    stopped_by: list[signal.Signals] = []
+
+    def stop(signum: signal.Signals) -> None:
+        logging.getLogger(__name__).info("%s received: shutting down", signum.name)
+        stopped_by.append(signum)
+        task.cancel()
+
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, stop, signum)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if not stopped_by:
+            raise
+        return None
+    finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
 
 
 async def start_site(app: web.Application, host: str = "127.0.0.1", port: int = 0) -> tuple[web.AppRunner, str]:

@@ -269,7 +269,10 @@ def build_app(coordinator: Coordinator, token: str | None = None) -> web.Applica
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             if coordinator.writer is not None:
-                await asyncio.to_thread(coordinator.writer.close)
+                try:
+                    await asyncio.to_thread(coordinator.writer.close)
+                finally:  # its connections closed too (SQLite folds its write-ahead log back in)
+                    coordinator.writer.store.close()
 
     app.cleanup_ctx.append(background)
 

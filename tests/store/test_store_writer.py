@@ -294,19 +294,25 @@ async def test_acknowledging_waiters_hold_no_threads(sqlite_url: str) -> None:
         await blocker
 
 
-def test_waiters_share_one_transaction(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Group commit: records and flush requests queued while a batch is being written go into the next
-    # batch together, not one transaction per waiter (a loaded coordinator acknowledged ~one event per write).
-    batches: list[int] = []
-    writing, go_on = threading.Event(), threading.Event()
+def _hold_writes(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event, list[int]]:
+    """Every batch the writer writes sets `writing`, then waits for `go_on`; returns those two events and
+    the batches' sizes, in order."""
+    writing, go_on, batches = threading.Event(), threading.Event(), []
 
-    def counted(conn: object, records: list[object], redactor: object) -> None:
+    def held(conn: object, records: list[object], redactor: object) -> None:
         batches.append(len(records))
         writing.set()
         assert go_on.wait(30)
         write_batch(conn, records, redactor)
 
-    monkeypatch.setattr(writer_module, "write_batch", counted)
+    monkeypatch.setattr(writer_module, "write_batch", held)
+    return writing, go_on, batches
+
+
+def test_waiters_share_one_transaction(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Group commit: records and flush requests queued while a batch is being written go into the next
+    # batch together, not one transaction per waiter (a loaded coordinator acknowledged ~one event per write).
+    writing, go_on, batches = _hold_writes(monkeypatch)
     with open_store(sqlite_url) as store:
         writer = StoreWriter(store, flush_interval_s=60.0)
         writer.submit(_start("first", "s"))
@@ -332,14 +338,7 @@ async def test_waiters_queued_behind_the_stop_are_answered(
 ) -> None:
     # A flush (or an event's acknowledgment) asked for while the writer is closing lands behind the stop
     # in the queue: the thread answers it as it ends, so it neither waits forever nor times out.
-    writing, go_on = threading.Event(), threading.Event()
-
-    def held(conn: object, records: list[object], redactor: object) -> None:
-        writing.set()
-        assert go_on.wait(30)
-        write_batch(conn, records, redactor)
-
-    monkeypatch.setattr(writer_module, "write_batch", held)
+    writing, go_on, _ = _hold_writes(monkeypatch)
     with open_store(sqlite_url) as store:
         writer = StoreWriter(store, flush_interval_s=0.0)
         first = writer.submit(_start("first", "s"))
