@@ -438,9 +438,11 @@ class Coordinator:
 
     async def planning_loop(self) -> None:
         while True:
+            # asyncio.timeout, not wait_for: 3.11's wait_for swallows a cancellation that comes with a wake
             try:
-                await asyncio.wait_for(self._wake.wait(), self._next_wait())
-            except asyncio.TimeoutError:
+                async with asyncio.timeout(self._next_wait()):
+                    await self._wake.wait()
+            except TimeoutError:
                 pass
             self._wake.clear()
             started = time.monotonic()

@@ -65,5 +65,5 @@ def test_servers_stop_cleanly_on_a_stop_signal(tmp_path: Path, signum: signal.Si
     logs = (tmp_path / "coordinator.log").read_text()
     assert (coordinator_code, proxy_code) == (0, 0), logs
     assert f"{signum.name} received: shutting down" in logs
-    # the store was closed, not dropped: SQLite folds its write-ahead log back in when the last connection closes
+    # the store was closed, not dropped: SQLite folds its write-ahead log back in as its last connection ends
     assert db.exists() and not db.with_name("history.db-wal").exists()

@@ -48,7 +48,7 @@ async def test_connect_timeouts_are_waited_out_not_answered_503(serve: Serve,
             # Bounded: were the kernel to accept these connects after all, no attempt would ever time out.
             deadline = time.monotonic() + 30
             while not answer.done() and sum("timed out" in r.message for r in caplog.records) < 3:
-                assert time.monotonic() < deadline, "the proxy's connects to the full listener never timed out"
+                assert time.monotonic() < deadline, "the proxy's connects to the listener never timed out"
                 await asyncio.sleep(0.05)
             assert not answer.done(), answer.result()  # three connect attempts timed out, and it still waits
         finally:
