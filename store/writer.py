@@ -207,14 +207,20 @@ class StoreWriter:
         unavailable = [failure.reason for failure in mine if failure.transient]
         return CommitResult(unavailable[-1] if unavailable else None, len(mine) - len(unavailable))
 
-    def close(self) -> None:
-        """Write what is queued, stop the thread; raise if any batch could not be written."""
+    def close(self, timeout: float | None = None) -> None:
+        """Write what is queued, stop the thread; raise if any batch could not be written, or if the thread
+        is still writing after `timeout` seconds (a database that stopped answering: what it still holds is
+        then not written; the thread, a daemon, ends with the process)."""
         with self._lock:
             stopping, self._closed = not self._closed, True
             if stopping:
                 self._queue.put(_Stop())
         if stopping:
-            self._thread.join()
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                unwritten = self._submitted - self._written - self.unwritable
+                raise StoreError(f"store writer still writing after {timeout} s; up to {unwritten} records "
+                                 f"submitted to {self.store.name} are not written")
         self._raise_failures()
 
     def __enter__(self) -> StoreWriter:

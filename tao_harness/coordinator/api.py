@@ -39,6 +39,7 @@ from tao_harness.coordinator.metrics import CoordinatorMetrics
 from tao_harness.coordinator.records import SessionStateError
 from tao_harness.coordinator.service import Coordinator
 from tao_harness.events import EventError, events_from_body
+from tao_harness.store.engine import StoreError
 from tao_harness.store.limits import MAX_HARNESS_CHARS, fit_json
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,9 @@ COORDINATOR = web.AppKey("coordinator", Coordinator)
 METRICS = web.AppKey("metrics", CoordinatorMetrics)
 CHANNELS = web.AppKey("channels", ChannelBook)
 POLL_INTERVAL_S = 1.0
+# How long shutdown waits for the store writer to write what it queues (a batch takes milliseconds): a
+# database that stopped answering must not keep a stopping coordinator up for the hours TCP takes to notice.
+WRITER_CLOSE_S = 30.0
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -270,7 +274,9 @@ def build_app(coordinator: Coordinator, token: str | None = None) -> web.Applica
             await asyncio.gather(*tasks, return_exceptions=True)
             if coordinator.writer is not None:
                 try:
-                    await asyncio.to_thread(coordinator.writer.close)
+                    await asyncio.to_thread(coordinator.writer.close, WRITER_CLOSE_S)
+                except StoreError as exc:  # said once, not a traceback: the server is stopping either way
+                    log.error("at shutdown: %s", exc)
                 finally:  # its connections closed too (SQLite folds its write-ahead log back in)
                     coordinator.writer.store.close()
 

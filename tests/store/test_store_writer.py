@@ -358,3 +358,20 @@ async def test_waiters_queued_behind_the_stop_are_answered(
         assert not flushed.is_alive() and not closing.is_alive()
         assert result.unavailable is None and _count(store, "1=1") == 1
         writer.flush(0.1)  # after the end: at once
+
+
+def test_closing_gives_up_on_a_database_that_stopped_answering(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writing, go_on, _ = _hold_writes(monkeypatch)
+    with open_store(sqlite_url) as store:
+        writer = StoreWriter(store, flush_interval_s=0.0)
+        writer.submit(_start("first", "s"))
+        assert writing.wait(10)  # the database "hangs" inside this write
+        started = time.monotonic()
+        with pytest.raises(StoreError, match=r"still writing after 0.2 s; up to 1 records"):
+            writer.close(timeout=0.2)
+        assert time.monotonic() - started < 5
+        go_on.set()  # the write ends at last: the thread, stopping, lets go
+        writer._thread.join(10)
+        assert not writer._thread.is_alive()
