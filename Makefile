@@ -44,7 +44,8 @@ test-vllm: $(TEST_STAMP) vllm
 	TAO_REAL_VLLM=1 $(VENV)/bin/python scripts/run_tests.py -n 0 --timeout 1200 -o faulthandler_timeout=1100 -m real_vllm tests/real_vllm $(PYTEST_ARGS)
 
 # Real agent CLIs for the end-to-end tests, pinned; npm/pip run only when the installed version differs.
-# mini-SWE-agent gets its own virtualenv so its dependencies never touch the project's .venv.
+# mini-SWE-agent gets its own virtualenv so its dependencies never touch the project's .venv; they are
+# pinned by constraints-mini.txt.
 AGENTS := .tools/agents
 MINI := .tools/mini
 CLAUDE_CODE_VERSION := 2.1.328
@@ -64,7 +65,7 @@ agents:
 	if [ "$$installed" = "$(MINI_SWE_AGENT_VERSION)" ]; then echo "mini-swe-agent $$installed already installed"; \
 	else echo "== installing mini-swe-agent $(MINI_SWE_AGENT_VERSION) into $(MINI)"; \
 	test -x $(MINI)/bin/python || $(PYTHON) -m venv $(MINI); \
-	$(MINI)/bin/python -m pip install --progress-bar on --disable-pip-version-check \
+	$(MINI)/bin/python -m pip install --progress-bar on --disable-pip-version-check -c constraints-mini.txt \
 	mini-swe-agent==$(MINI_SWE_AGENT_VERSION); fi
 
 # Real vLLM (the PyPI CPU build) in a virtualenv of its own, and the tier's tiny model built locally.
