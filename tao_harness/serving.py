@@ -16,6 +16,7 @@ from aiohttp import web
 LISTEN_BACKLOG = 4096
 
 _T = TypeVar("_T")
+log = logging.getLogger(__name__)
 
 
 # The signals that stop a server cleanly: SIGTERM is what process managers (systemd, docker, Kubernetes)
@@ -44,11 +45,12 @@ async def _until_stopped(main: Coroutine[Any, Any, _T]) -> _T | None:
     SIGINT ignored (asyncio then leaves it so), which made it deaf to the SIGINT meant to stop it."""
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(main)
-    stopped_by: list[signal.Signals] = []
+    stopping = False
 
     def stop(signum: signal.Signals) -> None:
-        logging.getLogger(__name__).info("%s received: shutting down", signum.name)
-        stopped_by.append(signum)
+        nonlocal stopping
+        log.info("%s received: shutting down", signum.name)
+        stopping = True
         task.cancel()
 
     for signum in STOP_SIGNALS:
@@ -56,7 +58,7 @@ async def _until_stopped(main: Coroutine[Any, Any, _T]) -> _T | None:
     try:
         return await task
     except asyncio.CancelledError:
-        if not stopped_by:
+        if not stopping:
             raise
         return None
     finally:

@@ -4,11 +4,7 @@ real vLLM servers, with a SQLite history store the tests read after the coordina
 from __future__ import annotations
 
 import json
-import re
-import signal
 import sqlite3
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -20,8 +16,7 @@ from typing import Any
 import anthropic
 import openai
 
-TAO = [sys.executable, "-m", "tao_harness.cli.main"]
-_LISTENING = re.compile(r"listening on (http://\S+)")
+from tao_processes import start, stop
 
 
 @dataclass
@@ -65,41 +60,20 @@ def rows(db: Path, query: str, *params: Any) -> list[dict[str, Any]]:
         return [dict(row) for row in conn.execute(query, params)]
 
 
-def _start(args: list[str], log: Path) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log.open("w"), text=True)
-    assert process.stdout is not None
-    line = process.stdout.readline()  # the banner comes first (tao_harness.serving.serve_forever)
-    found = _LISTENING.search(line)
-    if found is None:
-        process.kill()
-        raise AssertionError(f"{args[3]} did not start: {line!r}\n{log.read_text()}")
-    return process, found.group(1)
-
-
-def _stop(process: subprocess.Popen[str]) -> None:
-    process.send_signal(signal.SIGINT)  # a clean stop: the coordinator flushes its store
-    try:
-        process.wait(30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 @contextmanager
 def cluster(tmp_path: Path, replicas: list[str], policy: str = "tao") -> Iterator[Cluster]:
     """A coordinator and a proxy for `replicas` ("ID=URL" or "ID=URL@RANK"); stopped on exit."""
     db = tmp_path / "history.db"
     flags = [arg for replica in replicas for arg in ("--replica", replica)]
     coordinator_log = tmp_path / "coordinator.log"
-    coordinator, coordinator_url = _start(
-        [*TAO, "coordinator", "--port", "0", "--db", f"sqlite:///{db}", "--policy", policy, *flags],
-        coordinator_log)
+    coordinator, coordinator_url = start(
+        ["coordinator", "--port", "0", "--db", f"sqlite:///{db}", "--policy", policy, *flags], coordinator_log)
     try:
-        proxy, proxy_url = _start([*TAO, "proxy", "--port", "0", "--coordinator", coordinator_url, *flags],
-                                  tmp_path / "proxy.log")
+        proxy, proxy_url = start(["proxy", "--port", "0", "--coordinator", coordinator_url, *flags],
+                                 tmp_path / "proxy.log")
         try:
             yield Cluster(coordinator_url, proxy_url, db, coordinator_log)
         finally:
-            _stop(proxy)
+            stop(proxy)
     finally:
-        _stop(coordinator)
+        stop(coordinator)

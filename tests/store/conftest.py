@@ -69,10 +69,14 @@ def _drop_schema(admin: Engine, schema: str) -> list[tuple[Any, ...]]:
     """Drop the schema; connections the test left mid-transaction in it are ended first and returned.
 
     A plain DROP would wait for their locks forever: one leaked transaction could hold a whole CI run."""
-    try:
+
+    def drop() -> None:  # bounded: a lock still held makes it fail, not wait
         with admin.begin() as conn:
             conn.execute(text(f"SET LOCAL lock_timeout = '{LOCK_WAIT_S}s'"))
             conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+
+    try:
+        drop()
         return []
     except OperationalError:
         pass
@@ -80,9 +84,7 @@ def _drop_schema(admin: Engine, schema: str) -> list[tuple[Any, ...]]:
         holders = [tuple(row) for row in conn.execute(text(HOLDERS), {"schema": schema})]
         conn.execute(text("SELECT pg_terminate_backend(pid) FROM unnest(CAST(:pids AS int[])) AS pid"),
                      {"pids": [row[0] for row in holders]})
-    with admin.begin() as conn:  # still bounded: a holder the query missed fails the test, not the run
-        conn.execute(text(f"SET LOCAL lock_timeout = '{LOCK_WAIT_S}s'"))
-        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    drop()  # a holder the query missed fails the test, not the run
     return holders
 
 
