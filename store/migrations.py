@@ -13,9 +13,9 @@ A database newer than this code is refused; an older one is upgraded in place wh
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Any, Callable
 
-from sqlalchemy import Connection, inspect, insert, select, func, text
+from sqlalchemy import Connection, Select, inspect, insert, select, func, text
 
 from tao_harness.store.models import SCHEMA_VERSION, Base, LLMAttempt, Plan, SchemaVersion, ToolCall
 
@@ -78,11 +78,16 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _to_v2, 3: _to_v3, 4: 
 _TAO_TABLES = {"sessions", "tool_calls", "llm_requests"}
 
 
+def schema_lock() -> Select[Any]:
+    """PostgreSQL: take the current schema's set-up lock, until the transaction ends."""
+    schema_key = func.hashtext(func.coalesce(func.current_schema(), ""))
+    return select(func.pg_advisory_xact_lock(_PG_SCHEMA_LOCK, schema_key))
+
+
 def _lock(conn: Connection) -> None:
     if conn.dialect.name == "postgresql":
         conn.execute(text(f"SET LOCAL lock_timeout = '{_PG_LOCK_WAIT}'"))
-        schema_key = func.hashtext(func.coalesce(func.current_schema(), ""))
-        conn.execute(select(func.pg_advisory_xact_lock(_PG_SCHEMA_LOCK, schema_key)))
+        conn.execute(schema_lock())
 
 
 def _record(conn: Connection, version: int) -> None:

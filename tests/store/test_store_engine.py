@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Connection, create_engine, func, inspect, select, text
+from sqlalchemy import Connection, create_engine, inspect, select, text
 from sqlalchemy.pool import NullPool
 
 from tao_harness.store import migrations
@@ -156,8 +156,7 @@ def test_concurrent_first_opens_agree(db_url: str) -> None:
 def _hold_schema_lock(url: str) -> Connection:
     """A connection inside an opener's critical section on `url`'s schema (as if it hung mid-upgrade)."""
     conn = create_engine(url, poolclass=NullPool).connect()
-    conn.execute(select(func.pg_advisory_xact_lock(migrations._PG_SCHEMA_LOCK,
-                                                   func.hashtext(func.current_schema()))))
+    conn.execute(migrations.schema_lock())
     return conn
 
 
