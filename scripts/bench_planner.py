@@ -17,7 +17,7 @@ versions) counts as proven exactly when it did not fall back.
 
     .venv/bin/python scripts/bench_planner.py [--shapes ours,all] [--sizes 32x4,160x8] [--trials 200]
         [--milp-samples 5] [--milp-unproven 0] [--milp-seconds 120] [--replay DIR] [--deadline-ms 30]
-        [--deadline-clock cpu|wall]
+        [--deadline-clock cpu|wall] [--json]
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ import random
 import statistics
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from time import process_time
 from typing import Iterable, Iterator
 
-from tao_harness.cli.common import format_table
+from tao_harness.cli.common import format_table, print_json
 from tao_harness.config import PlannerConfig
 from tao_harness.planner.problem import build_problem
 from tao_harness.planner.reference import milp_lexicographic
@@ -72,15 +72,55 @@ class MilpCheck:
     seconds: float  # HiGHS's time limit per snapshot
 
 
-def bench_rows(
-    label: str, size: str, snapshots: Iterable[Snapshot], milp: MilpCheck, config: PlannerConfig
-) -> list[object]:
+@dataclass(frozen=True, slots=True)
+class MilpOutcome:
+    """How checked plans compare with the MILP's K*."""
+
+    checked: int  # plans whose K* HiGHS proved
+    at_optimum: int  # of which reach it
+    worst_shortfall: float  # the largest (K* − K) / K*
+    unsolved: int  # plans whose K* HiGHS did not prove in its time
+
+    def describe(self) -> str:
+        if not self.checked and not self.unsolved:
+            return "-"
+        summary = f"{self.at_optimum}/{self.checked} at K*, worst {100 * self.worst_shortfall:.2f}%"
+        return summary + (f" ({self.unsolved} MILP unsolved)" if self.unsolved else "")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One shape and size (or one folder of recorded snapshots): what the planner did on its snapshots."""
+
+    shape: str
+    size: str
+    snapshots: int
+    cpu_ms: tuple[float, float, float]  # p50, p95, p99 of the policy call's CPU time
+    k_proven: float  # share of plans whose bound's K equals their K
+    exact: float  # share of plans whose bound equals their objective
+    worst_k_gap: float | None  # the largest proven (K̄ − K) / K̄; None when some plan has no bound
+    milp_samples: MilpOutcome  # the first `--milp-samples` snapshots
+    milp_unproven: MilpOutcome  # the first `--milp-unproven` plans whose K is not proven
+
+    def cells(self) -> list[object]:
+        if not self.snapshots:
+            return [self.shape, self.size, "-", "-", "-", "-", "-", "-", "-", "-"]
+        gap = "unbounded" if self.worst_k_gap is None else f"{100 * self.worst_k_gap:.2f}%"
+        return [self.shape, self.size, *self.cpu_ms, f"{100 * self.k_proven:.1f}%",
+                f"{100 * self.exact:.1f}%", gap, self.milp_samples.describe(), self.milp_unproven.describe()]
+
+
+HEADERS = ["shape", "size", "cpu p50", "cpu p95", "cpu p99", "K proven", "exact", "worst K gap",
+           "vs MILP (K)", "unproven vs MILP"]
+
+
+def bench_row(label: str, size: str, snapshots: Iterable[Snapshot], milp: MilpCheck, config: PlannerConfig
+              ) -> Row:
     policy = get_policy("tao", config)
-    cpu, gaps, exact, count = [], [], 0, 0
+    cpu, gaps, exact = [], [], 0
     sampled: list[tuple[Snapshot, Plan]] = []
     unproven: list[tuple[Snapshot, Plan]] = []
     for trial, snapshot in enumerate(snapshots):
-        count += 1
         started = process_time()
         plan = policy.plan(snapshot)
         cpu.append((process_time() - started) * 1000)
@@ -90,22 +130,18 @@ def bench_rows(
             sampled.append((snapshot, plan))
         if gaps[-1] != 0.0 and len(unproven) < milp.unproven:
             unproven.append((snapshot, plan))
-    if not count:
-        return [label, size, "-", "-", "-", "-", "-", "-", "-", "-"]
-    proven = [g for g in gaps if g == 0.0]
-    known = [g for g in gaps if g is not None]
-    return [
-        label, size, round(statistics.median(cpu), 2), round(percentile(cpu, 0.95), 2),
-        round(percentile(cpu, 0.99), 2), f"{100 * len(proven) / count:.1f}%", f"{100 * exact / count:.1f}%",
-        f"{100 * max(known):.2f}%" if len(known) == count else "unbounded",
-        versus_milp(sampled, milp.seconds), versus_milp(unproven, milp.seconds),
-    ]
+    count, known = len(cpu), [g for g in gaps if g is not None]
+    p50, p95, p99 = (statistics.median(cpu), percentile(cpu, .95), percentile(cpu, .99)) if cpu else (0, 0, 0)
+    return Row(
+        shape=label, size=size, snapshots=count, cpu_ms=(round(p50, 2), round(p95, 2), round(p99, 2)),
+        k_proven=sum(1 for g in gaps if g == 0.0) / max(count, 1), exact=exact / max(count, 1),
+        worst_k_gap=max(known, default=0.0) if len(known) == count else None,
+        milp_samples=versus_milp(sampled, milp.seconds), milp_unproven=versus_milp(unproven, milp.seconds),
+    )
 
 
-def versus_milp(checked: list[tuple[Snapshot, Plan]], seconds: float) -> str:
+def versus_milp(checked: list[tuple[Snapshot, Plan]], seconds: float) -> MilpOutcome:
     """How many of the plans reach K* (HiGHS, `mip_rel_gap` 0), and the largest true shortfall in K."""
-    if not checked:
-        return "-"
     shortfalls, unsolved = [], 0
     for snapshot, plan in checked:
         try:
@@ -115,9 +151,8 @@ def versus_milp(checked: list[tuple[Snapshot, Plan]], seconds: float) -> str:
             unsolved += 1
             continue
         shortfalls.append((k_star - plan.objective[0]) / k_star if k_star else 0.0)
-    reached = sum(1 for s in shortfalls if s <= 0)
-    summary = f"{reached}/{len(shortfalls)} at K*, worst {100 * max(shortfalls, default=0):.2f}%"
-    return summary + (f" ({unsolved} MILP unsolved)" if unsolved else "")
+    return MilpOutcome(len(shortfalls), sum(1 for s in shortfalls if s <= 0), max(shortfalls, default=0.0),
+                       unsolved)
 
 
 @contextmanager
@@ -159,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replay", type=Path, action="append", default=[],
                         help="a folder of recorded snapshots (*.json, searched recursively)")
     parser.add_argument("--seed", type=int, default=1, help="random seed")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON objects, not a table")
     parser.add_argument("--deadline-ms", type=float, default=PlannerConfig().deadline_ms,
                         help="the planner's deadline (default: planner.deadline_ms)")
     parser.add_argument("--deadline-clock", choices=("cpu", "wall"), default="cpu",
@@ -172,28 +208,42 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.trials, args.milp_samples, args.milp_unproven) < 0 or args.milp_seconds <= 0:
         parser.error("--trials, --milp-samples and --milp-unproven must be ≥ 0, --milp-seconds > 0")
     milp = MilpCheck(args.milp_samples, args.milp_unproven, args.milp_seconds)
-    headers = ["shape", "size", "cpu p50", "cpu p95", "cpu p99", "K proven", "exact", "worst K gap",
-               "vs MILP (K)", "unproven vs MILP"]
+    shapes = [s for s in args.shapes.split(",") if s]
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown:
+        parser.error(f"unknown shape {unknown[0]!r}; known: {', '.join(SHAPES)}")
+    try:
+        sizes = [parse_size(size) for size in args.sizes.split(",") if size]
+    except ValueError as exc:
+        parser.error(str(exc))
     # as a coordinator starts (the TAO policy built, so the compiled kernels loaded): what the imports left
     # moved out of the collector's way, else the first full collection (~50 ms) lands in some snapshot's time
     get_policy("tao", config)
     gc.collect()
     gc.freeze()
-    rows = []
-    for shape in (s for s in args.shapes.split(",") if s):
-        if shape not in SHAPES:
-            parser.error(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}")
-        for size in args.sizes.split(","):
-            n, m = (int(x) for x in size.split("x"))
-            rows.append(bench_rows(shape, size, drawn(shape, n, m, args.trials, args.seed), milp, config))
-            print(" ".join(str(cell) for cell in rows[-1]), file=sys.stderr, flush=True)  # progress
+    rows: list[Row] = []
+    for shape in shapes:
+        for n, m in sizes:
+            snapshots = drawn(shape, n, m, args.trials, args.seed)
+            rows.append(bench_row(shape, f"{n}x{m}", snapshots, milp, config))
+            print(" ".join(str(cell) for cell in rows[-1].cells()), file=sys.stderr, flush=True)  # progress
     for folder in args.replay:
         snapshots = recorded(folder)
-        rows.append(bench_rows(f"replay {folder.name}", f"{len(snapshots)} snaps", snapshots,
-                               milp, config))
-        print(" ".join(str(cell) for cell in rows[-1]), file=sys.stderr, flush=True)
-    print(format_table(rows, headers))
+        rows.append(bench_row(f"replay {folder.name}", f"{len(snapshots)} snaps", snapshots, milp, config))
+        print(" ".join(str(cell) for cell in rows[-1].cells()), file=sys.stderr, flush=True)
+    if args.json:
+        print_json([asdict(row) for row in rows])
+    else:
+        print(format_table([row.cells() for row in rows], HEADERS))
     return 0
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """"160x8" as (sessions, nodes)."""
+    parts = text.split("x")
+    if len(parts) != 2 or not all(part.isdigit() and int(part) > 0 for part in parts):
+        raise ValueError(f"size {text!r} is not SESSIONSxNODES with both counts > 0 (e.g. 160x8)")
+    return int(parts[0]), int(parts[1])
 
 
 if __name__ == "__main__":

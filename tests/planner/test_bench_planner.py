@@ -1,0 +1,66 @@
+"""scripts/bench_planner.py as a user runs it: its JSON rows, the MILP checks, and its errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "scripts" / "bench_planner.py"
+
+
+def _bench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(BENCH), *args], capture_output=True, text=True, timeout=240)
+
+
+def test_json_rows_carry_the_numbers_and_the_milp_checks() -> None:
+    done = _bench("--shapes", "ours,adversarial", "--sizes", "8x2,12x3", "--trials", "4", "--milp-samples", "2",
+                  "--milp-unproven", "1", "--milp-seconds", "30", "--json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)  # HiGHS's native prints must not land on stdout
+    assert [(row["shape"], row["size"]) for row in rows] == [
+        ("ours", "8x2"), ("ours", "12x3"), ("adversarial", "8x2"), ("adversarial", "12x3")]
+    for row in rows:
+        assert row["snapshots"] == 4
+        p50, p95, p99 = row["cpu_ms"]
+        assert 0 < p50 <= p95 <= p99
+        assert 0 <= row["exact"] <= row["k_proven"] <= 1
+        sampled = row["milp_samples"]
+        assert sampled["checked"] + sampled["unsolved"] == 2  # the first two snapshots
+        assert sampled["at_optimum"] <= sampled["checked"]
+        # small snapshots are proven, and a proven K is the MILP's
+        assert row["k_proven"] == 1 and sampled["at_optimum"] == sampled["checked"]
+        assert row["milp_unproven"] == {"checked": 0, "at_optimum": 0, "worst_shortfall": 0.0, "unsolved": 0}
+
+
+def test_the_unproven_check_takes_the_plans_whose_k_is_not_proven() -> None:
+    # a 0.5 ms deadline (the planner's 5 ms CPU floor binds) leaves some replicated 32 x 4 plans unproven on
+    # most machines; how many depends on the machine, so only the accounting is asserted
+    done = _bench("--shapes", "replicated", "--sizes", "32x4", "--trials", "10", "--milp-samples", "0",
+                  "--milp-unproven", "2", "--milp-seconds", "30", "--deadline-ms", "0.5", "--json")
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)
+    unproven = round((1 - row["k_proven"]) * row["snapshots"])
+    check = row["milp_unproven"]
+    assert check["checked"] + check["unsolved"] == min(2, unproven)
+    assert row["milp_samples"]["checked"] == row["milp_samples"]["unsolved"] == 0
+    # K* is at most the bound, so a true shortfall is at most the proven gap
+    assert 0 <= check["worst_shortfall"] <= row["worst_k_gap"] + 1e-9
+
+
+def test_the_table_names_its_columns() -> None:
+    done = _bench("--shapes", "ours", "--sizes", "8x2", "--trials", "2", "--milp-samples", "0")
+    assert done.returncode == 0, done.stderr
+    header, rule, row = done.stdout.strip().splitlines()
+    assert header.split()[:5] == ["shape", "size", "cpu", "p50", "cpu"] and "unproven vs MILP" in header
+    assert row.split()[:2] == ["ours", "8x2"]
+
+
+def test_bad_arguments_are_one_line_errors() -> None:
+    for args, needle in ((["--sizes", "160"], "size '160' is not SESSIONSxNODES"),
+                         (["--shapes", "ours,nope"], "unknown shape 'nope'"),
+                         (["--milp-unproven", "-1"], "must be ≥ 0")):
+        done = _bench(*args)
+        assert done.returncode == 2 and done.stdout == ""
+        assert needle in done.stderr.strip().splitlines()[-1] and "Traceback" not in done.stderr
