@@ -14,6 +14,7 @@ take hundreds of them.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +27,10 @@ from tao_harness.planner.knapsack import knapsack_kernel
 
 _SLACK = 0.003  # how far below the best raw repair so far a repair is still polished (measured on the
 # everywhere shape, 160 x 8: 0 polishes too few, every repair costs a third more time for no better K)
-_CHUNK = 2  # steps between deadline checks
+_CHECK_EVERY_S = 0.0003  # time between deadline checks: a chunk is as many steps as took this long before
+# (a step is ~50 µs at 160 x 8, but ~20 ms at 640 x 8 with credit on every node: fixed chunks of two
+# steps overran a 30 ms deadline by 40 ms there)
+_CHUNK_MAX = 8  # steps per chunk at most
 _STALL = 4  # steps without a better bound before the step size halves
 EPS = 1e-6  # float slack when flooring the bound (profits are integers below 2^53)
 
@@ -47,20 +51,23 @@ def dual_steps(arrays: DualArrays, lam: np.ndarray, iterations: int, fixed_value
                step: int, first_step: float, ceiling: float, deadline: Deadline | None = None) -> DualOutcome:
     """Up to `iterations` subgradient steps from multipliers `lam`, stopping once the bound reaches the
     incumbent `best_value` (K of the whole sub-problem, fixed part included), a placement reaches
-    `ceiling`, or `deadline` passes (checked every `_CHUNK` steps: with credit on every node of a large
-    snapshot a step is a millisecond). `step`: every K is a multiple of it."""
+    `ceiling`, or `deadline` passes (checked after the first step, then every `_CHECK_EVERY_S` or so: one
+    step is always taken, so the bound is a number). `step`: every K is a multiple of it."""
     m, n = len(arrays.room), len(arrays.sessions)
     path = _Path(lam.copy(), lam.copy(), np.zeros(len(arrays.pair_session), dtype=np.bool_), np.zeros(m),
                  np.ones(m, dtype=np.bool_), np.full(n, -1, dtype=np.int64),
                  np.array([np.inf, first_step, 0.0, -1.0, -1.0, float(best_value)]))
-    steps = 0
+    steps, chunk = 0, 1  # the first step alone: its time sizes the chunks
     while steps < iterations:
-        chunk = iterations - steps if deadline is None else min(_CHUNK, iterations - steps)
-        taken, done = _steps(*arrays.layout(), *path.layout(), chunk, float(fixed_value), float(best_value),
+        count = iterations - steps if deadline is None else min(chunk, iterations - steps)
+        started = time.perf_counter()
+        taken, done = _steps(*arrays.layout(), *path.layout(), count, float(fixed_value), float(best_value),
                              float(step), float(min(ceiling, 2.0 ** 62)))
         steps += taken
         if done or (deadline is not None and deadline.passed()):
             break
+        per_step = (time.perf_counter() - started) / taken
+        chunk = max(1, min(_CHUNK_MAX, int(_CHECK_EVERY_S / max(per_step, 1e-9))))
     best_bound, value = path.state[_BEST_BOUND], path.state[_BEST_FOUND]
     found = None
     if value + fixed_value > best_value:

@@ -170,17 +170,19 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
         # with flat credit (fresh, whole caches) the LP bound is usually tight and the search for a
         # placement reaching it is what is hard: the best start, the LP's whole placements or the
         # node-by-node fills (planner/fill.py), is reshuffled toward it
-        start = refill(relaxation.whole)
+        start = refill(relaxation.whole, deadline)
         if flat:
             fill = max(node_fills(credit, problem.size, problem.room, deadline), key=value_of)
             if value_of(fill) > value_of(start):
-                start = refill(fill)
+                start = refill(fill, deadline)
             search.offer(start, value_of(start))
             # polished steps from the LP's multipliers: often a better start, and with small rooms or sessions
-            # large beside them a bound well below the LP's (each knapsack is exact), often reached at once
-            first, steps_lam = search.dual(root, lam, _FLAT_STEPS)  # type: ignore[arg-type]
-            if first < relaxation.bound:
-                lam = steps_lam
+            # large beside them a bound well below the LP's (each knapsack is exact), often reached at once;
+            # none once the deadline has passed (with credit on every node of 640 x 8 a step is ~20 ms)
+            if deadline is None or not deadline.passed():
+                first, steps_lam = search.dual(root, lam, _FLAT_STEPS)  # type: ignore[arg-type]
+                if first < relaxation.bound:
+                    lam = steps_lam
             if search.best_value > value_of(start):
                 start = search.best_placement
             target = int(min(search.floor(relaxation.bound), search.ceiling, first))

@@ -10,6 +10,7 @@ from itertools import combinations
 
 import numpy as np
 
+from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.k_arrays import OPEN, DualArrays
 from tao_harness.planner.k_dual import EPS, dual_steps, forced_tables, probe
 from tao_harness.planner.lagrange import credit_matrix
@@ -64,6 +65,19 @@ def test_dual_bound_holds_and_its_placement_is_feasible() -> None:
         assert is_feasible(problem, outcome.placement)
         assert all(i in credit[b] for i, b in outcome.placement.items())
         assert k_of(problem, outcome.placement) == outcome.value <= optimum
+
+
+def test_steps_past_the_deadline_stop_after_one() -> None:
+    """The deadline is checked after every step's chunk, the first step alone (at 640 x 8 with credit on every
+    node a step is ~20 ms: fixed chunks of two overran a 30 ms deadline by 40 ms)."""
+    snapshot = SHAPES["everywhere"](random.Random("late steps"), 40, 4)
+    problem = build_problem(snapshot, snapshot.waiting)
+    arrays = DualArrays.of(credit_matrix(problem), list(problem.room), np.array(problem.size))
+    lam = np.zeros(len(arrays.sessions))
+    unbounded = dual_steps(arrays, lam, 20, 0, -1, 1, 1.5, float("inf"))
+    assert unbounded.steps > 1  # this sub-problem takes several steps when given the time
+    late = dual_steps(arrays, lam, 20, 0, -1, 1, 1.5, float("inf"), Deadline(at=0.0, clock=lambda: 1.0))
+    assert late.steps == 1 and math.isfinite(late.bound)
 
 
 def test_probe_never_closes_the_optimum() -> None:
