@@ -209,15 +209,27 @@ class ProbeOutcome:
         return bool(self.drop.any() or (self.place != OPEN).any())
 
 
-def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int, step: int) -> ProbeOutcome:
+def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int, step: int,
+          deadline: Deadline | None = None) -> ProbeOutcome | None:
     """Bound, at multipliers `lam`, every way to place each session: on one of its open nodes, or on
     none (KP of each node with the session forced in or out). A way whose bound cannot beat `best_value`
     is closed; a session with one way left is fixed to it; the session whose best way bounds lowest (then
     with the fewest ways left) is the one to split on, ways highest bound first: its children's bounds
     are the lowest, so the fewest of them survive (measured on the everywhere shape, 160 x 8: 423 search
-    nodes over 100 snapshots, against 757 splitting on the session with the most ways)."""
-    settled, place, drop, split_session, way_bound = _probe(
-        *arrays.layout(), lam, float(fixed_value), float(best_value), float(step))
+    nodes over 100 snapshots, against 757 splitting on the session with the most ways).
+
+    None when `deadline` passes before every node's tables are built (checked before each node's: at
+    640 x 8 with credit on most nodes a probe takes ~20 ms, and one begun just before a 30 ms deadline
+    overran it by 25 ms)."""
+    m, pairs = len(arrays.room), len(arrays.pair_session)
+    node_value, forced_in, forced_out = np.zeros(m), np.zeros(pairs), np.zeros(pairs)
+    layout = arrays.layout()
+    for b in range(m):
+        if deadline is not None and deadline.passed():
+            return None
+        node_value[b] = _node_tables(b, *layout, lam, forced_in, forced_out)
+    settled, place, drop, split_session, way_bound = _ways(
+        *layout, lam, node_value, forced_in, forced_out, float(fixed_value), float(best_value), float(step))
     split: list[tuple[int, int, int | None]] = []
     if not settled and split_session >= 0:
         lo, hi = arrays.rank_start[split_session], arrays.rank_start[split_session + 1]
@@ -230,16 +242,23 @@ def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int
 
 
 @njit(cache=True)
-def _probe(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, by_credit,
-           shared, lam, fixed_value, best_value, step):
-    m, n, pairs = room.shape[0], size.shape[0], pair_session.shape[0]
-    node_value = np.zeros(m)
-    forced_in, forced_out = np.zeros(pairs), np.zeros(pairs)
-    for b in range(m):
-        sizes, profits = _node_items(b, size, node_start, pair_session, pair_credit, lam)
-        node_value[b], took_in, took_out = forced_tables(sizes, profits, room[b])
-        forced_in[node_start[b]:node_start[b + 1]] = took_in
-        forced_out[node_start[b]:node_start[b + 1]] = took_out
+def _node_tables(b, size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node,
+                 by_credit, shared, lam, forced_in, forced_out):
+    """Node b's knapsack at `lam`, and per pair of node b the knapsack with its session forced in and out
+    (written into `forced_in`, `forced_out`); returns the knapsack's value."""
+    sizes, profits = _node_items(b, size, node_start, pair_session, pair_credit, lam)
+    value, took_in, took_out = forced_tables(sizes, profits, room[b])
+    forced_in[node_start[b]:node_start[b + 1]] = took_in
+    forced_out[node_start[b]:node_start[b + 1]] = took_out
+    return value
+
+
+@njit(cache=True)
+def _ways(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, by_credit,
+          shared, lam, node_value, forced_in, forced_out, fixed_value, best_value, step):
+    """Every way of each session bounded from the nodes' tables (see `probe`): whether some session has no
+    way left, the fixed places, the closed pairs, the session to split on and its ways' bounds."""
+    n, pairs = size.shape[0], pair_session.shape[0]
     total = fixed_value + node_value.sum()
     for s in range(n):
         if shared[s]:

@@ -260,7 +260,8 @@ class _Sub:
 
 class _Search:
     """Depth-first branch and bound over the K sub-problems: each bounded by the Lagrangian, its pairs
-    fixed or closed by probing (`_probe`), then split on one session's surviving placements."""
+    fixed or closed by probing (planner/k_dual.py's `probe`), then split on one session's surviving
+    placements."""
 
     def __init__(self, step: int, deadline: Deadline | None,
                  polish: Callable[[dict[int, int]], tuple[dict[int, int], int]], ceiling: float) -> None:
@@ -298,17 +299,23 @@ class _Search:
                 return -1
             if self.stopped():
                 return bound
-            outcome = self._probe(sub, lam)
-            if outcome is None:
-                return -1  # some session has no placement left that could beat the best: settled
-            if isinstance(outcome, _Sub):  # the multipliers still fit the smaller problem: re-probe soon
-                sub, iterations = outcome, _AFTER_PROBE_ITERATIONS
+            outcome = probe(sub.arrays, _multipliers(sub.arrays, lam), sub.fixed_value, self.best_value,
+                            self.step, self.deadline)
+            if outcome is None:  # out of time while probing
+                return bound
+            if outcome.settled:
+                return -1  # some session has no placement left that could beat the best
+            if outcome.narrowed:  # the multipliers still fit the smaller problem: re-probe soon
+                narrowed = sub.changed(outcome.place, outcome.drop)
+                if narrowed is None:
+                    return -1  # the sessions fixed overflow a room: nothing here beats the best
+                sub, iterations = narrowed, _AFTER_PROBE_ITERATIONS
                 continue
             if retried:
                 break
             retried, iterations = True, _CHILD_ITERATIONS  # no progress: better multipliers, then split
         unsettled = -1
-        for child_bound, i, b in outcome:
+        for child_bound, i, b in outcome.split:
             if child_bound <= self.best_value:
                 continue
             child = sub.fixing(i, b)
@@ -334,19 +341,6 @@ class _Search:
         best_lam = lam.copy()
         best_lam[arrays.sessions] = outcome.multipliers
         return self.floor(outcome.bound), best_lam
-
-    def _probe(self, sub: _Sub, lam: np.ndarray) -> _Sub | list[tuple[int, int, int | None]] | None:
-        """Bound, at multipliers `lam`, every way to place each session (planner/k_dual.py). Returns None
-        when some session has no way left (nothing in `sub` beats the best), the changed sub-problem
-        when something was closed or fixed, else the ways of the session to split on as (bound, local
-        session, node or None), highest bound first."""
-        arrays = sub.arrays
-        outcome = probe(arrays, _multipliers(arrays, lam), sub.fixed_value, self.best_value, self.step)
-        if outcome.settled:
-            return None
-        if outcome.narrowed:
-            return sub.changed(outcome.place, outcome.drop)
-        return outcome.split
 
 
 def _branch_and_cut(sub: _Sub, search: _Search, deadline: Deadline) -> int | None:

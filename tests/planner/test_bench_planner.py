@@ -15,8 +15,8 @@ def _bench(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_json_rows_carry_the_numbers_and_the_milp_checks() -> None:
-    done = _bench("--shapes", "ours,adversarial", "--sizes", "8x2,12x3", "--trials", "4", "--milp-samples", "2",
-                  "--milp-unproven", "1", "--milp-seconds", "30", "--json")
+    done = _bench("--shapes", "ours,adversarial", "--sizes", "8x2,12x3", "--trials", "4",
+                  "--milp-samples", "2", "--milp-unproven", "1", "--milp-seconds", "30", "--json")
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)  # HiGHS's native prints must not land on stdout
     assert [(row["shape"], row["size"]) for row in rows] == [

@@ -101,6 +101,12 @@ def test_probe_never_closes_the_optimum() -> None:
                    and all(best_p.get(i) == b for i, b in fixed.items()) for best_p in best)
 
 
+def test_a_probe_past_the_deadline_gives_up() -> None:
+    arrays = DualArrays.of([{0: 10, 1: 5}, {0: 10, 1: 3}], [100, 100], np.array([1, 1], dtype=np.int64))
+    assert probe(arrays, np.zeros(2), 0, 0, 1, Deadline(at=0.0, clock=lambda: 1.0)) is None
+    assert probe(arrays, np.zeros(2), 0, 0, 1, Deadline(at=2.0, clock=lambda: 1.0)) is not None
+
+
 def test_probe_splits_on_the_session_whose_best_way_bounds_lowest() -> None:
     """Rooms take everyone, λ = 0: L = 10 + 10 + 5 + 3 = 28. Session 0 (10 on either node) on node 0 or
     1 bounds 28 − 10 = 18, on none 8; session 1 (5 on node 0, 3 on node 1) bounds 25, 23 and 20. Splitting
