@@ -1,13 +1,17 @@
 """Bin-completion branch and bound for the residual: fill the smallest room, bound the rest, recurse.
 
-The residual's sessions are worth the same on every node, so a plan is a choice of contents per room.
+The residual's sessions are worth the same on every node they may use, so a plan is a choice of contents
+per room. Some may use only some nodes (eligibility subsets: the general path's rest around its
+K-placement); the bound ignores that (a relaxation: still valid, only looser), the rest respects it.
 A search node fixes the contents of some rooms; its bound is what it holds plus the nested bound of the
 sessions left over the rooms left (planner/nested.py). When the nested bound's own choice splits into
-those rooms (best fit, or rooms filled fullest first), the bound is reached: that subtree is solved. Otherwise the smallest usable
-room is filled every possible way — but only with maximal contents (no left-over session still fits):
+those rooms (best fit, or rooms filled fullest first), the bound is reached: that subtree is solved.
+Otherwise the smallest usable room is filled every possible way — but only with maximal contents (no
+left-over session still fits):
 moving a session that fits into that room never lowers the value, so some optimum fills it maximally.
 Small rooms hold few sessions, so their branching is narrow, and once they are fixed the large rooms
-left are nearly free of the fragmentation the bound cannot see.
+left are nearly free of the fragmentation the bound cannot see. With eligibility subsets "maximal" is
+among the sessions that may use the room, and a session that may use no room left drops out.
 
 Exact within its node limit (nested-bound evaluations) and deadline; past either the best placement found
 is returned unproven, and the caller goes on to the DP.
@@ -16,7 +20,7 @@ is returned unproven, and the caller goes on to the DP.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Hashable, Mapping
+from typing import Hashable, Iterable, Mapping
 
 from tao_harness.planner.certificate import INT64_BITS, best_fit, subset_sum_split
 from tao_harness.planner.deadline import Deadline
@@ -40,29 +44,33 @@ def solve_residual(
     problem: Problem, packer: Packer, incumbent: dict[int, int], cap: ReadyCap | None, node_limit: int,
     deadline: Deadline | None = None,
 ) -> BranchResult:
-    """Search the residual `problem` (every session worth the same on every node) from `incumbent`.
+    """Search the residual `problem` (every session worth the same on every node it may use) from
+    `incumbent`.
 
     `cap` (R*, planner/ready_cap.py) tightens the root bound. Below the root the bound ignores R*: it
     stays valid, only looser (a choice that splits is feasible, so it never exceeds R*)."""
     if packer.bits_without_k > INT64_BITS:
         return BranchResult(incumbent, False, 0)
     size, rooms = list(problem.size), list(problem.room)
-    items = [i for i in range(problem.n) if size[i] <= max(rooms, default=0)]
-    gain = [packer.pack(row[0]) for row in problem.values]  # type: ignore[arg-type]
+    allowed = eligibility(problem)
+    all_rooms = dict(enumerate(rooms))
+    items = _usable(range(problem.n), size, all_rooms, allowed)
+    firsts = [next(filter(None, row), None) for row in problem.values]  # its value wherever it may go
+    gain = [0 if v is None else packer.pack(v) for v in firsts]
     if not items:
         return BranchResult(incumbent, True, 0)  # no session fits any room: nothing to place
-    prefix = nested_prefix(items, size, gain, rooms, _target_room(items, size, dict(enumerate(rooms)))[1])
+    prefix = nested_prefix(items, size, gain, rooms, _target_room(items, size, all_rooms, allowed)[1])
     root = nested_bound(items, size, gain, rooms, prefix)
     limit = root.value
     if cap is not None and root.value >> packer.shift_r > cap.count:
-        plain = [packer.pack((0, 0, row[0][2])) for row in problem.values]  # type: ignore[index]
+        plain = [0 if v is None else packer.pack((0, 0, v[2])) for v in firsts]
         limit = (cap.count << packer.shift_r) + nested_bound(items, size, plain, rooms).value
     value = total_value(problem, packer, incumbent)
     if value >= limit:
         return BranchResult(incumbent, True, 1)
-    search = _Search(size, gain, value, node_limit, deadline)
+    search = _Search(size, gain, value, node_limit, deadline, allowed)
     try:
-        search.visit(_Node(items, dict(enumerate(rooms)), 0, {}, prefix), root)
+        search.visit(_Node(items, all_rooms, 0, {}, prefix), root)
     except SearchLimit:
         return BranchResult(search.found or incumbent, False, search.nodes)
     return BranchResult(search.found or incumbent, True, search.nodes)
@@ -84,9 +92,11 @@ class _Search:
     still beat the best; entering one bounds it for real (its value first, its choice only if needed)."""
 
     def __init__(
-        self, size: list[int], gain: list[int], incumbent: int, node_limit: int, deadline: Deadline | None
+        self, size: list[int], gain: list[int], incumbent: int, node_limit: int, deadline: Deadline | None,
+        allowed: list[frozenset[int]] | None = None,
     ) -> None:
         self.size, self.gain, self.node_limit, self.deadline = size, gain, node_limit, deadline
+        self.allowed = allowed  # per session, the rooms it may use (None: every session every room)
         self.best = incumbent  # the value to beat
         self.found: dict[int, int] | None = None  # the best placement worth more than the incumbent
         self.nodes = 0
@@ -106,7 +116,7 @@ class _Search:
         if node.value + bound.value <= self.best:
             return
         room_ids = list(node.rooms)
-        split, left = _split(bound.chosen, self.size, rooms)
+        split, left = _split(bound.chosen, self.size, room_ids, rooms, self.allowed)
         if not left:
             self.best = node.value + bound.value
             self.found = {**node.placed, **{i: room_ids[k] for i, k in split.items()}}
@@ -122,10 +132,14 @@ class _Search:
 
         Each child comes with a cheap bound: for a filling, its value plus the other rooms bounded for
         all of `node`'s items (a superset of what the filling leaves), so most are dropped unbounded."""
-        items, rooms, size, gain = node.items, node.rooms, self.size, self.gain
-        target, cut = _target_room(items, size, rooms)
-        fits = sorted((i for i in items if size[i] <= cut), key=lambda i: (-size[i], i))
-        contents = maximal_contents(fits, size, {i: (size[i], gain[i]) for i in fits}, cut, _MAX_CONTENTS)
+        items, rooms, size, gain, allowed = node.items, node.rooms, self.size, self.gain, self.allowed
+        target, cut = _target_room(items, size, rooms, allowed)
+        fits = sorted((i for i in items if size[i] <= cut and (allowed is None or target in allowed[i])),
+                      key=lambda i: (-size[i], i))
+        # sessions of one kind give the same subproblem: same size and gain, and the same rooms left to use
+        kinds = {i: (size[i], gain[i], None if allowed is None else allowed[i].intersection(rooms))
+                 for i in fits}
+        contents = maximal_contents(fits, size, kinds, cut, _MAX_CONTENTS)
         if contents is not None:
             others = {b: room for b, room in rooms.items() if b != target}
             shared = node.prefix if node.prefix is not None and node.prefix.cut == cut else \
@@ -133,7 +147,8 @@ class _Search:
             self.count_node()
             rest = nested_bound(items, size, gain, list(others.values()), shared).value
             worth = [(content, node.value + sum(gain[i] for i in content)) for content in contents]
-            return [(_Node([i for i in items if i not in inside], others, value,
+            after = _usable(items, size, others, allowed)
+            return [(_Node([i for i in after if i not in inside], others, value,
                            {**node.placed, **{i: target for i in content}}, shared), value + rest)
                     for content, value in worth for inside in [set(content)]]
         i = max(left, key=lambda i: (size[i], -i))
@@ -141,25 +156,56 @@ class _Search:
         hope = node.value + bound.value  # nothing sharper without bounding each child
         out, tried = [], set()
         for b in sorted(rooms, key=lambda b: (rooms[b], b)):
-            if rooms[b] >= size[i] and rooms[b] not in tried:
-                tried.add(rooms[b])
-                out.append((_Node(others, {**rooms, b: rooms[b] - size[i]}, node.value + gain[i],
+            # rooms of one size give the same subproblem when every other session may use both or neither
+            alike = rooms[b] if allowed is None else (rooms[b],
+                                                      frozenset(j for j in others if b in allowed[j]))
+            if rooms[b] >= size[i] and alike not in tried and (allowed is None or b in allowed[i]):
+                tried.add(alike)
+                shrunk = {**rooms, b: rooms[b] - size[i]}
+                out.append((_Node(_usable(others, size, shrunk, allowed), shrunk, node.value + gain[i],
                                   {**node.placed, i: b}), hope))
         return out + [(_Node(others, rooms, node.value, node.placed), hope)]
 
 
-def _target_room(items: list[int], size: list[int], rooms: dict[int, int]) -> tuple[int, int]:
-    """The room to fill next and its size: the smallest that holds some item (`items` not empty)."""
-    smallest = min(size[i] for i in items)
-    target = min((b for b in rooms if rooms[b] >= smallest), key=lambda b: (rooms[b], b))
+def eligibility(problem: Problem) -> list[frozenset[int]] | None:
+    """Per session, the rooms it may use; None when every session may use every room."""
+    if all(v is not None for row in problem.values for v in row):
+        return None
+    return [frozenset(b for b, v in enumerate(row) if v is not None) for row in problem.values]
+
+
+def _usable(items: Iterable[int], size: list[int], rooms: dict[int, int], allowed: list[frozenset[int]] | None
+            ) -> list[int]:
+    """The `items` that some room of `rooms` they may use still holds."""
+    if allowed is None:
+        top = max(rooms.values(), default=0)
+        return [i for i in items if size[i] <= top]
+    return [i for i in items if any(rooms.get(b, -1) >= size[i] for b in allowed[i])]
+
+
+def _target_room(items: list[int], size: list[int], rooms: dict[int, int],
+                 allowed: list[frozenset[int]] | None = None) -> tuple[int, int]:
+    """The room to fill next and its size: the smallest that holds some item that may use it (`items`
+    holds only sessions some room holds)."""
+    if allowed is None:
+        smallest = min(size[i] for i in items)
+        target = min((b for b in rooms if rooms[b] >= smallest), key=lambda b: (rooms[b], b))
+    else:
+        target = min((b for i in items for b in allowed[i] if rooms.get(b, -1) >= size[i]),
+                     key=lambda b: (rooms[b], b))
     return target, rooms[target]
 
 
-def _split(items: list[int], size: list[int], rooms: list[int]) -> tuple[dict[int, int], list[int]]:
-    """Place all of `items` into `rooms` if a quick try can: best fit, then rooms filled fullest first."""
-    split, left = best_fit(items, size, rooms)
+def _split(items: list[int], size: list[int], room_ids: list[int], rooms: list[int],
+           allowed: list[frozenset[int]] | None) -> tuple[dict[int, int], list[int]]:
+    """Place all of `items` into `rooms` (room `room_ids[k]` has `rooms[k]` left) if a quick try can:
+    best fit, then rooms filled fullest first. Returns positions in `rooms`."""
+    where = None
+    if allowed is not None:
+        where = {i: [k for k, b in enumerate(room_ids) if b in allowed[i]] for i in items}
+    split, left = best_fit(items, size, rooms, where)
     if left:
-        split, left = subset_sum_split(items, size, rooms)
+        split, left = subset_sum_split(items, size, rooms, where)
     return split, left
 
 

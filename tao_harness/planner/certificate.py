@@ -149,11 +149,12 @@ class Certificate:
 
 
 def residual_problem(problem: Problem, forced: dict[int, int]) -> tuple[Problem, list[int]]:
-    """The sessions outside `forced`, valued (0, r, t) on every node, in the rooms `forced` leaves.
+    """The sessions outside `forced`, valued (0, r, t) on every node they may use, in the rooms `forced`
+    leaves.
 
-    Exact: a left-over credited session cannot fit beside its node's K-optimal subset (else that subset
-    would not be K-optimal), so its credit can never be collected. Returns the problem and the map from
-    its session indices back to the original ones.
+    Exact when `forced` is K-optimal: a left-over credited session cannot fit beside it on a node where
+    it has credit (else `forced` would not be K-optimal), so its credit can never be collected. Returns
+    the problem and the map from its session indices back to the original ones.
     """
     rooms = list(problem.room)
     for i, b in forced.items():
@@ -161,8 +162,9 @@ def residual_problem(problem: Problem, forced: dict[int, int]) -> tuple[Problem,
     rest = [i for i in range(problem.n) if i not in forced]
     values = []
     for i in rest:
-        _, r, t = problem.values[i][0] or (0, 0, 0)
-        values.append(((0, r, t),) * problem.m)
+        row = problem.values[i]
+        _, r, t = next(filter(None, row), (0, 0, 0))
+        values.append(tuple(None if v is None else (0, r, t) for v in row))
     sub = Problem(
         session_ids=tuple(problem.session_ids[i] for i in rest), node_ids=problem.node_ids,
         size=tuple(problem.size[i] for i in rest), room=tuple(rooms), values=tuple(values),

@@ -13,9 +13,10 @@ of the limit. What it leaves goes to the capacity-state DP (planner/dp.py).
 
 Every other snapshot (credit on several nodes, eligibility subsets, credits tied more ways than a few)
 takes the general path: the Lagrangian K level (planner/lagrange.py) proves a bound K̄ and finds a
-K-placement, usually K-optimal; the rest of the sessions are packed around it as above (or, with
-eligibility subsets, by the DP on the residual from a repaired best-fit incumbent), and the whole
-problem's DP, from that incumbent, gets what is left of the deadline (it settles small problems).
+K-placement, usually K-optimal; the rest of the sessions are packed around it as above (with
+eligibility subsets: the surrogate split with them, then, unless it reached its bound, the same residual
+search, the subsets respected; on large problems a repair instead), and the whole problem's DP, from
+that incumbent, gets what is left of the deadline (it settles small problems).
 
 Every solution carries a lexicographic upper bound (planner/bound.py): equal to its objective when it is
 proven optimal, else K̄ and the surrogate bound on (R, T, N), so its proven gap is explicit. Past the
@@ -31,7 +32,8 @@ from tao_harness.planner.around import pack_around
 from tao_harness.planner.bfd import best_fit_decreasing
 from tao_harness.planner.bins import solve_residual
 from tao_harness.planner.bound import lexicographic_bound
-from tao_harness.planner.certificate import Certificate, best_fit, certified_placement, residual_problem
+from tao_harness.planner.certificate import (INT64_BITS, Certificate, best_fit, certified_placement,
+                                             residual_problem)
 from tao_harness.planner.credit import k_optimal_options
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.dp import BudgetExceeded, exact_dp
@@ -50,6 +52,9 @@ _K_SHARE = 0.85  # of the deadline, for the K level on the general path (K comes
 _REST_SHARE = 0.3  # of the time left, for the search of (R, T, N) once K is settled: K is what matters most,
 # and past a few milliseconds that search rarely finishes on large problems (the plan keeps its proven gap)
 _REST_S = 0.003  # and at most this, whatever the deadline
+_SEARCH_WORK = 500_000  # sessions × merged room past which the rest around an eligibility-restricted
+# K-placement is repaired, not searched: one nested bound there costs ~1 ms, so the search's time holds a
+# few nodes (measured, all 160 x 8: p50 2.2 -> 7.4 ms searched, no plan better); 64 x 8 stays below
 _WHOLE_DP_SESSIONS = 30  # the general path's last try, the whole problem's DP, only up to this many
 
 
@@ -111,13 +116,20 @@ def _complete(
     problem: Problem, packer: Packer, forced: dict[int, int], state_budget: int, deadline: Deadline | None
 ) -> tuple[dict[int, int], int]:
     """`forced` plus the other sessions, packed as well as the deadline allows; and the search effort."""
+    certificate = None
     if all(None not in row for row in problem.values):
         certificate = certified_placement(problem, packer, forced)
-        if certificate is not None:
-            solution = _solve_certified(problem, certificate, state_budget, deadline)
-            return dict(solution.placement), solution.states
-    placement, reached = pack_around(problem, packer, forced)
-    return (placement if reached else improve(problem, packer, placement, passes=1, deadline=deadline)), 0
+    if certificate is None:  # eligibility subsets: the surrogate around `forced`, split with them
+        placement, reached = pack_around(problem, packer, forced)
+        if reached:
+            return placement, 0
+        # the residual's search adds packed values in int64; and past `_SEARCH_WORK` its few nodes in the
+        # time it has rarely beat a repair
+        if packer.bits_without_k > INT64_BITS or problem.n * sum(problem.room) > _SEARCH_WORK:
+            return improve(problem, packer, placement, passes=1, deadline=deadline), 0
+        certificate = Certificate(placement, False, forced)
+    solution = _solve_certified(problem, certificate, state_budget, deadline)
+    return dict(solution.placement), solution.states
 
 
 def _solve_certified(
@@ -140,7 +152,9 @@ def _solve_residual(
     sub_packer = Packer.for_problem(sub)
     forward = {i: k for k, i in enumerate(back)}
     sub_incumbent = {forward[i]: b for i, b in certificate.placement.items() if i not in certificate.forced}
-    cap = max_ready([k for k in range(sub.n) if sub.values[k][0][1] == 1], list(sub.size), list(sub.room))
+    cap = None  # R* by packing the smallest ready sessions: with eligibility subsets that proves nothing
+    if all(None not in row for row in sub.values):
+        cap = max_ready([k for k in range(sub.n) if sub.values[k][0][1] == 1], list(sub.size), list(sub.room))
     if cap is not None:
         seeded = _fill_around(sub, sub_packer, cap.placement)
         if total_value(sub, sub_packer, seeded) > total_value(sub, sub_packer, sub_incumbent):

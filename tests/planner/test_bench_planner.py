@@ -31,7 +31,20 @@ def test_json_rows_carry_the_numbers_and_the_milp_checks() -> None:
         assert sampled["at_optimum"] <= sampled["checked"]
         # small snapshots are proven, and a proven K is the MILP's
         assert row["k_proven"] == 1 and sampled["at_optimum"] == sampled["checked"]
-        assert row["milp_unproven"] == {"checked": 0, "at_optimum": 0, "worst_shortfall": 0.0, "unsolved": 0}
+        assert row["milp_unproven"] == {"checked": 0, "at_optimum": 0, "worst_shortfall": 0.0, "unsolved": 0,
+                                        "lexicographic": None}
+        assert sampled["lexicographic"] is None  # K alone unless --milp-levels 4
+
+
+def test_four_milp_levels_count_the_plans_at_the_whole_optimum() -> None:
+    done = _bench("--shapes", "all", "--sizes", "10x3", "--trials", "3", "--milp-samples", "3",
+                  "--milp-levels", "4", "--milp-seconds", "30", "--json")
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)
+    sampled = row["milp_samples"]
+    assert sampled["checked"] == 3 and sampled["unsolved"] == 0
+    # 10 sessions: the whole problem's DP proves every plan, and a proven plan is the MILP's optimum
+    assert row["exact"] == 1 and sampled["lexicographic"] == 3
 
 
 def test_the_unproven_check_takes_the_plans_whose_k_is_not_proven() -> None:
@@ -60,7 +73,8 @@ def test_the_table_names_its_columns() -> None:
 def test_bad_arguments_are_one_line_errors() -> None:
     for args, needle in ((["--sizes", "160"], "size '160' is not SESSIONSxNODES"),
                          (["--shapes", "ours,nope"], "unknown shape 'nope'"),
-                         (["--milp-unproven", "-1"], "must be ≥ 0")):
+                         (["--milp-unproven", "-1"], "must be ≥ 0"),
+                         (["--milp-levels", "2"], "invalid choice: 2")):
         done = _bench(*args)
         assert done.returncode == 2 and done.stdout == ""
         assert needle in done.stderr.strip().splitlines()[-1] and "Traceback" not in done.stderr

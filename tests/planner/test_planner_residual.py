@@ -10,6 +10,7 @@ import pytest
 
 from tao_harness.planner import bins
 from tao_harness.planner.bins import solve_residual
+from tao_harness.planner.certificate import residual_problem
 from tao_harness.planner.dp import exact_dp
 from tao_harness.planner.improve import improve
 from tao_harness.planner.nested import nested_bound, nested_prefix
@@ -177,6 +178,49 @@ def test_branch_and_bound_matches_brute_force(max_contents: int, monkeypatch: py
         assert objective(problem, result.placement) == brute_force(problem), problem
         searched += result.nodes > 1
     assert searched > 20  # the search itself ran, not only the root bound
+
+
+def restricted_problem(rng: random.Random, n: int, m: int) -> Problem:
+    """`fragmented_problem` with eligibility subsets: about a third of the sessions may use only some
+    rooms (a session may use none); twins (same size and value, other rooms) and equal rooms, so that
+    the search's symmetry cuts are tested."""
+    base = fragmented_problem(rng, n, m)
+    sizes, rows = list(base.size), list(base.values)
+    for i in range(1, n):
+        if rng.random() < 0.3:  # a twin of an earlier session
+            j = rng.randrange(i)
+            sizes[i], rows[i] = sizes[j], rows[j]
+    values = tuple(row if rng.random() < 0.6 else tuple(v if rng.random() < 0.5 else None for v in row)
+                   for row in rows)
+    rooms = tuple(rng.choice([base.room[0], rng.randint(5, 12)]) for _ in range(m))
+    return Problem(base.session_ids, base.node_ids, tuple(sizes), rooms, values)
+
+
+@pytest.mark.parametrize("max_contents", [200, 1])
+def test_branch_and_bound_with_eligibility_subsets_matches_brute_force(
+    max_contents: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Maximal fillings among the sessions that may use the room, rooms alike only for sessions that
+    may use both, sessions that may use no room left dropped: still exact."""
+    monkeypatch.setattr(bins, "_MAX_CONTENTS", max_contents)
+    rng = random.Random(36)
+    restricted = 0
+    for _ in range(150):
+        problem = restricted_problem(rng, rng.randint(5, 8), rng.randint(2, 3))
+        packer = Packer.for_problem(problem)
+        result = solve_residual(problem, packer, {}, None, node_limit=10**6)
+        assert result.proven and is_feasible(problem, result.placement)
+        assert objective(problem, result.placement) == brute_force(problem), problem
+        restricted += any(None in row for row in problem.values) and result.nodes > 1
+    assert restricted > 20  # searched with subsets, not only settled at the root
+
+
+def test_residual_problem_keeps_eligibility_subsets() -> None:
+    values = (((5, 1, 10), None, (0, 1, 10)), ((0, 0, 7), (0, 0, 7), None), ((0, 1, 3),) * 3)
+    problem = Problem(("a", "b", "c"), ("r0", "r1", "r2"), (2, 3, 1), (4, 4, 4), values)
+    sub, back = residual_problem(problem, {0: 0})
+    assert back == [1, 2] and sub.room == (2, 4, 4)
+    assert sub.values == (((0, 0, 7), (0, 0, 7), None), ((0, 1, 3),) * 3)
 
 
 def test_node_limit_returns_an_unproven_feasible_placement() -> None:
