@@ -178,6 +178,8 @@ def certified_placement(
     """The certificate's outcome given the K-optimal placement `forced` (planner/credit.py; by default
     the only one, None when there are several), or None when it does not apply to this problem.
 
+    With eligibility subsets the surrogate ignores them (still a bound) and its choice is split with
+    them: the restricted sessions first, each into the tightest room it may use, then the others.
     When the bound is not reached the placement is still a good feasible one (K-optimal, residual
     packed as far as the split got, the rest best-fit): the DP's incumbent.
     """
@@ -192,12 +194,15 @@ def certified_placement(
     rooms = list(problem.room)
     for i, b in forced.items():
         rooms[b] -= size[i]
-    rest = [i for i in range(problem.n) if i not in forced and size[i] <= max(rooms, default=0)]
-    gain = [packer.pack((0, row[0][1], row[0][2])) for row in problem.values]  # type: ignore[index]
+    allowed = _rooms_allowed(problem, rooms, forced)
+    rest = [i for i in range(problem.n) if i not in forced and (allowed is None or allowed[i])
+            and size[i] <= max(rooms, default=0)]
+    gain = [0] * problem.n
+    for i in rest:
+        _, r, t = next(filter(None, problem.values[i]))  # type: ignore[misc]
+        gain[i] = packer.pack((0, r, t))
     chosen_rest = surrogate_knapsack(rest, size, gain, sum(fullest_fills(rest, size, rooms)))
-    split, left = subset_sum_split(chosen_rest, size, rooms)
-    if left:
-        split, left = best_fit(chosen_rest, size, rooms)
+    split, left = _split_rest(chosen_rest, size, rooms, allowed)
     if not left:
         return Certificate({**forced, **split}, True, forced)
     used = [0] * problem.m
@@ -205,5 +210,33 @@ def certified_placement(
         used[b] += size[i]
     spare = [room - u for room, u in zip(rooms, used)]
     others = sorted((i for i in rest if i not in split), key=lambda i: (-gain[i], i))
-    extra, _ = best_fit(others, size, spare)
+    extra, _ = best_fit(others, size, spare, allowed, largest_first=False)
     return Certificate({**forced, **split, **extra}, False, forced)
+
+
+def _rooms_allowed(problem: Problem, rooms: list[int], forced: dict[int, int]) -> dict[int, list[int]] | None:
+    """Per session outside `forced`, the rooms it may use that still hold it; None when every session
+    may use every node."""
+    if all(None not in row for row in problem.values):
+        return None
+    return {i: [b for b, v in enumerate(row) if v is not None and problem.size[i] <= rooms[b]]
+            for i, row in enumerate(problem.values) if i not in forced}
+
+
+def _split_rest(items: list[int], size: list[int], rooms: list[int], allowed: dict[int, list[int]] | None
+                ) -> tuple[dict[int, int], list[int]]:
+    """`items` into `rooms`, as many as a quick try places: rooms filled fullest first, else best fit;
+    with eligibility subsets the restricted items first (best fit), then the others."""
+    if allowed is None:
+        split, left = subset_sum_split(items, size, rooms)
+        return best_fit(items, size, rooms) if left else (split, left)
+    restricted = [i for i in items if len(allowed[i]) < len(rooms)]
+    placement, left = best_fit(restricted, size, rooms, allowed)
+    free = list(rooms)
+    for i, b in placement.items():
+        free[b] -= size[i]
+    plain = [i for i in items if len(allowed[i]) == len(rooms)]
+    split, unplaced = subset_sum_split(plain, size, free)
+    if unplaced:
+        split, unplaced = best_fit(plain, size, free)
+    return {**placement, **split}, left + unplaced

@@ -1,6 +1,6 @@
 """The K level of the certificate: every K-optimal way to fill each node with its credited sessions.
 
-When every session may use every node and has credit on at most one, K only grows when a session sits
+When every session has credit on at most one node (one it may use), K only grows when a session sits
 on its credit node, and nodes share no credited sessions: K* = Σ_b (best credit subset of node b's
 credited sessions within C̄_b), one 1-D knapsack per node. Every optimal plan puts on each node exactly
 one of that node's K-optimal subsets (its credited sessions there reach K*_b, and another credited one
@@ -21,12 +21,10 @@ _UNREACHABLE = -(1 << 60)
 
 def credit_nodes(problem: Problem) -> tuple[list[int], list[int]] | None:
     """Per session, the node with positive credit (-1 for none) and that credit; None if the certificate
-    cannot apply (an ineligible pair, or credit on several nodes)."""
+    cannot apply (credit on several nodes). A node a session may not use holds no credit for it."""
     nodes, credits = [], []
     for row in problem.values:
-        if None in row:
-            return None
-        credited = [b for b, v in enumerate(row) if v[0] > 0]  # type: ignore[index]
+        credited = [b for b, v in enumerate(row) if v is not None and v[0] > 0]
         if len(credited) > 1:
             return None
         nodes.append(credited[0] if credited else -1)

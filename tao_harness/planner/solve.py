@@ -2,21 +2,21 @@
 when its deadline passes first, the best plan found with a certified bound (`Solution.bound`).
 
 Cheapest proof first: the decomposition certificate (planner/certificate.py) settles the usual
-snapshot with a few 1-D knapsacks. It is computed for each K-optimal placement of the credited sessions
-(planner/credit.py; one, unless credits tie) and the best outcome kept. When its bound is not reached,
-only the residual it leaves is searched (the K-optimal placements are provably in every optimum): R*,
-the most ready sessions any plan admits, is settled by packing the smallest ready sessions
-(planner/ready_cap.py) and seeds the incumbent; then a bin-completion branch and bound under the nested
-bound (planner/bins.py, planner/nested.py) settles nearly all residuals within a small node limit: a
+snapshot (credit on at most one node per session) with a few 1-D knapsacks. It is computed for each
+K-optimal placement of the credited sessions (planner/credit.py; one, unless credits tie) and the best
+outcome kept. When its bound is not reached, only the residual it leaves is searched (the K-optimal
+placements are provably in every optimum): without eligibility subsets R*, the most ready sessions any
+plan admits, is settled by packing the smallest ready sessions (planner/ready_cap.py) and seeds the
+incumbent; then a bin-completion branch and bound under the nested bound (planner/bins.py,
+planner/nested.py; eligibility subsets respected) settles most residuals within a small node limit: a
 short search first, then, with its best placement repaired room by room (planner/improve.py), the rest
 of the limit. What it leaves goes to the capacity-state DP (planner/dp.py).
 
-Every other snapshot (credit on several nodes, eligibility subsets, credits tied more ways than a few)
-takes the general path: the Lagrangian K level (planner/lagrange.py) proves a bound K̄ and finds a
-K-placement, usually K-optimal; the rest of the sessions are packed around it as above (with
-eligibility subsets: the surrogate split with them, then, unless it reached its bound, the same residual
-search, the subsets respected; on large problems a repair instead), and the whole problem's DP, from
-that incumbent, gets what is left of the deadline (it settles small problems).
+Every other snapshot (credit on several nodes, credits tied more ways than a few) takes the general
+path: the Lagrangian K level (planner/lagrange.py) proves a bound K̄ and finds a K-placement, usually
+K-optimal; the rest of the sessions are packed and searched around it as above (on large problems with
+eligibility subsets, repaired instead), and the whole problem's DP, from that incumbent, gets what is
+left of the deadline (it settles small problems).
 
 Every solution carries a lexicographic upper bound (planner/bound.py): equal to its objective when it is
 proven optimal, else K̄ and the surrogate bound on (R, T, N), so its proven gap is explicit. Past the
@@ -28,16 +28,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from tao_harness.planner.around import pack_around
 from tao_harness.planner.bfd import best_fit_decreasing
 from tao_harness.planner.bins import solve_residual
 from tao_harness.planner.bound import lexicographic_bound
-from tao_harness.planner.certificate import (INT64_BITS, Certificate, best_fit, certified_placement,
-                                             residual_problem)
+from tao_harness.planner.certificate import Certificate, best_fit, certified_placement, residual_problem
 from tao_harness.planner.credit import k_optimal_options
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.dp import BudgetExceeded, exact_dp
 from tao_harness.planner.improve import improve
+from tao_harness.planner.k_unique import k_placement_unique
 from tao_harness.planner.lagrange import k_level
 from tao_harness.planner.problem import Packer, Problem, Solution, objective, total_value
 from tao_harness.planner.ready_cap import max_ready
@@ -52,9 +51,9 @@ _K_SHARE = 0.85  # of the deadline, for the K level on the general path (K comes
 _REST_SHARE = 0.3  # of the time left, for the search of (R, T, N) once K is settled: K is what matters most,
 # and past a few milliseconds that search rarely finishes on large problems (the plan keeps its proven gap)
 _REST_S = 0.003  # and at most this, whatever the deadline
-_SEARCH_WORK = 500_000  # sessions × merged room past which the rest around an eligibility-restricted
-# K-placement is repaired, not searched: one nested bound there costs ~1 ms, so the search's time holds a
-# few nodes (measured, all 160 x 8: p50 2.2 -> 7.4 ms searched, no plan better); 64 x 8 stays below
+_SEARCH_WORK = 500_000  # sessions × merged room past which a residual with eligibility subsets is
+# repaired, not searched: one nested bound there costs ~1 ms, so the search's time holds a few nodes
+# (measured, all 160 x 8: p50 2.2 -> 7.4 ms searched, no plan better); 64 x 8 stays below
 _WHOLE_DP_SESSIONS = 30  # the general path's last try, the whole problem's DP, only up to this many
 
 
@@ -97,10 +96,15 @@ def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline
     """The Lagrangian K level, the rest packed around it, then (small problems) the whole DP."""
     level = k_level(problem, None if deadline is None else deadline.share(_K_SHARE))
     rest = None if deadline is None else deadline.share(_REST_SHARE, _REST_S)
-    placement, states = _complete(problem, packer, level.placement, state_budget, rest)
+    around = _complete(problem, packer, level.placement, state_budget, rest)
+    placement, states = dict(around.placement), around.states
     bound = lexicographic_bound(problem, packer, level.bound)
     if objective(problem, placement) == bound:
         return Solution(placement, "dp", states=states, bound=bound)
+    proof = None if deadline is None else deadline.share(_REST_SHARE, _REST_S)
+    if not around.fallback and k_placement_unique(problem, level, proof):
+        # the best plan holding the only K-optimal credited pairs: the optimum
+        return Solution(placement, "dp", states=states, bound=objective(problem, placement))
     if problem.n > _WHOLE_DP_SESSIONS:
         return Solution(placement, "lagrange", states=states, fallback=True, bound=bound)
     try:
@@ -114,22 +118,19 @@ def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline
 
 def _complete(
     problem: Problem, packer: Packer, forced: dict[int, int], state_budget: int, deadline: Deadline | None
-) -> tuple[dict[int, int], int]:
-    """`forced` plus the other sessions, packed as well as the deadline allows; and the search effort."""
-    certificate = None
-    if all(None not in row for row in problem.values):
-        certificate = certified_placement(problem, packer, forced)
-    if certificate is None:  # eligibility subsets: the surrogate around `forced`, split with them
-        placement, reached = pack_around(problem, packer, forced)
-        if reached:
-            return placement, 0
-        # the residual's search adds packed values in int64; and past `_SEARCH_WORK` its few nodes in the
-        # time it has rarely beat a repair
-        if packer.bits_without_k > INT64_BITS or problem.n * sum(problem.room) > _SEARCH_WORK:
-            return improve(problem, packer, placement, passes=1, deadline=deadline), 0
-        certificate = Certificate(placement, False, forced)
-    solution = _solve_certified(problem, certificate, state_budget, deadline)
-    return dict(solution.placement), solution.states
+) -> Solution:
+    """`forced` plus the other sessions, packed as well as the deadline allows; `fallback` unless it is
+    proven the best plan holding `forced` (with the other sessions worth (0, r, t))."""
+    certificate = certified_placement(problem, packer, forced)
+    if certificate is None:  # packed values past int64 (the surrogate and the search add them): best fit
+        rooms = list(problem.room)
+        for i, b in forced.items():
+            rooms[b] -= problem.size[i]
+        allowed = {i: [b for b, v in enumerate(row) if v is not None] for i, row in enumerate(problem.values)}
+        others = [i for i in range(problem.n) if i not in forced]
+        extra, _ = best_fit(others, list(problem.size), rooms, allowed)
+        return Solution({**forced, **extra}, "bfd", fallback=True)
+    return _solve_certified(problem, certificate, state_budget, deadline)
 
 
 def _solve_certified(
@@ -148,6 +149,11 @@ def _solve_residual(
     and bound, then the DP; the certificate's placement is the first incumbent."""
     if deadline is not None and deadline.passed():  # credit ties: the K-optimal options before took the time
         return Solution(placement=certificate.placement, solver="split", fallback=True)
+    if any(None in row for row in problem.values) and problem.n * sum(problem.room) > _SEARCH_WORK:
+        # with eligibility subsets past `_SEARCH_WORK` the search's few nodes rarely beat a repair
+        repaired = improve(problem, Packer.for_problem(problem), certificate.placement, passes=1,
+                           deadline=deadline)
+        return Solution(repaired, "split", fallback=True)
     sub, back = residual_problem(problem, certificate.forced)
     sub_packer = Packer.for_problem(sub)
     forward = {i: k for k, i in enumerate(back)}

@@ -14,6 +14,7 @@ from tao_harness.planner.fill import node_fills
 from tao_harness.planner.k_arrays import DualArrays
 from tao_harness.planner.k_lp import k_relaxation
 from tao_harness.planner.k_polish import polish_placement
+from tao_harness.planner.k_unique import k_placement_unique
 from tao_harness.planner.knapsack import knapsack
 from tao_harness.planner.lagrange import credit_matrix, k_level
 from tao_harness.planner.problem import Problem, build_problem, is_feasible
@@ -163,3 +164,44 @@ def test_reshuffle_never_loses_k_and_stops_at_its_target() -> None:
         found, value = reshuffle(start, problem.m, value_of, refill, k_star, 30, None)
         assert is_feasible(problem, found) and value == k_of(problem, found) >= k_of(problem, start)
         assert reshuffle(start, problem.m, value_of, refill, k_of(problem, start), 30, None)[0] == start
+
+
+def k_optimal_credited_pairs(problem: Problem) -> set[frozenset[tuple[int, int]]]:
+    """Every set of credited pairs some K-optimal placement collects on (enumerated: tiny problems)."""
+    best, found = -1, set()
+    options = [[None] + [b for b, v in enumerate(row) if v is not None] for row in problem.values]
+    for choice in product(*options):
+        used = [0] * problem.m
+        for i, b in enumerate(choice):
+            if b is not None:
+                used[b] += problem.size[i]
+        if any(u > r for u, r in zip(used, problem.room)):
+            continue
+        pairs = frozenset((i, b) for i, b in enumerate(choice)
+                          if b is not None and problem.values[i][b][0] > 0)  # type: ignore[index]
+        k = sum(problem.values[i][b][0] for i, b in pairs)
+        if k > best:
+            best, found = k, {pairs}
+        elif k == best:
+            found.add(pairs)
+    return found
+
+
+def test_a_unique_k_placement_is_unique_and_most_are_recognized() -> None:
+    """Sound (unique whenever it says so, checked by enumeration) and not vacuous: it recognizes most
+    of the snapshots whose K-optimal credited pairs are unique."""
+    rng = random.Random(61)
+    unique = recognized = 0
+    for _ in range(300):
+        snapshot = SHAPES[rng.choice(["multi", "all", "everywhere", "copies"])](rng, rng.randint(2, 6),
+                                                                                rng.randint(2, 3))
+        problem = build_problem(snapshot, snapshot.waiting)
+        level = k_level(problem)
+        said = k_placement_unique(problem, level)
+        truth = k_optimal_credited_pairs(problem)
+        if said:
+            credited = frozenset((i, b) for i, b in level.placement.items() if problem.values[i][b][0] > 0)
+            assert truth == {credited}, snapshot.to_json()
+        unique += len(truth) == 1
+        recognized += said
+    assert unique > 60 and recognized >= 0.6 * unique
