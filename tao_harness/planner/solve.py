@@ -41,6 +41,7 @@ from tao_harness.planner.lagrange import k_level
 from tao_harness.planner.problem import Packer, Problem, Solution, objective, total_value
 from tao_harness.planner.ready_cap import max_ready
 from tao_harness.planner.spread import spread
+from tao_harness.planner.twins import with_better_twins
 
 Method = Literal["dp", "bfd"]
 
@@ -96,7 +97,7 @@ def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline
     """The Lagrangian K level, the rest packed around it, then (small problems) the whole DP."""
     level = k_level(problem, None if deadline is None else deadline.share(_K_SHARE))
     rest = None if deadline is None else deadline.share(_REST_SHARE, _REST_S)
-    around = _complete(problem, packer, level.placement, state_budget, rest)
+    around = _complete(problem, packer, with_better_twins(problem, level.placement), state_budget, rest)
     placement, states = dict(around.placement), around.states
     bound = lexicographic_bound(problem, packer, level.bound)
     if objective(problem, placement) == bound:
