@@ -23,7 +23,12 @@ proportional to demand. The other shapes add, one at a time, what live clusters 
 - `crowded`: many one-to-three-quantum sessions beside a few that barely fit a room, credit on up to
   four nodes, demand three to six times the free room, some nodes with no room at all;
 - `degenerate`: one of the edge cases a live cluster passes through: a single replica, no credit
-  anywhere, every session credited equally on every node, or rooms far larger than the demand.
+  anywhere, every session credited equally on every node, or rooms far larger than the demand;
+- `forks`: a benchmark's workers forked from a few task templates (SWE-bench: one repository, one system
+  prompt): one size per template in whole quanta, the template's prefix cached on its home replicas and
+  observed whole half-lives ago (credits tie within and across sessions), two tenant subsets, half the
+  replicas nearly full. Many K-optimal placements, and which one is taken decides R (issue 15's
+  independent check).
 
 Every shape is a function (rng, sessions, nodes) -> Snapshot; `SHAPES` lists them by name.
 """
@@ -177,6 +182,46 @@ def _degenerate(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
     return replace(snapshot, sessions=views, nodes=nodes_out)
 
 
+def _forks(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
+    """Sessions of a few task templates: equal sizes and exactly equal credits per template."""
+    params = PlannerParams()
+    quantum = params.quantum_tokens
+    node_ids = [f"r{b}" for b in range(nodes)]
+    templates = []
+    for _ in range(rng.randint(3, 7)):
+        size = rng.randint(8, 234)  # quanta: 2k-60k tokens
+        fewest_tokens = size * quantum - params.reserve_tokens - quantum + 1  # a session's context
+        credit = rng.choice([c for c in (1024, 2048, 4096, 8192) if c <= fewest_tokens] or [fewest_tokens])
+        templates.append((size, credit, rng.sample(node_ids, rng.randint(1, nodes))))
+    tenants = [tuple(sorted(rng.sample(node_ids, max(1, nodes // 2)))) for _ in range(2)]
+    views = []
+    for i in range(sessions):
+        size, credit, homes = rng.choice(templates)
+        tokens = max(1, size * quantum - params.reserve_tokens - rng.randint(0, quantum - 1))
+        cache = {}
+        for node_id in homes:  # observed h half-lives ago at 2^h times the credit (at most the tokens)
+            if rng.random() < 0.8:
+                halvings = rng.randint(0, min(2, (tokens // credit).bit_length() - 1))
+                cache[node_id] = CacheEntry(credit * 2 ** halvings, NOW - halvings * params.half_life_s)
+        views.append(SessionView(
+            id=f"s{i}", tokens=tokens, shared_tokens=min(tokens, rng.choice([0, 1000, 2000])),
+            ready=int(rng.random() < 0.5), cache=cache,
+            eligible=rng.choice(tenants) if nodes > 1 and rng.random() < 0.25 else None,
+            turn=rng.randint(1, 30), arrived_at=NOW - rng.uniform(0, 60)))
+    demand = sum(v.cost(params) for v in views)
+    free_total = demand / rng.uniform(1.4, 2.2)
+    full = [nodes > 1 and rng.random() < 0.5 for _ in node_ids]
+    if all(full):
+        full[rng.randrange(nodes)] = False
+    weights = [0.0 if f else rng.uniform(0.3, 1.0) for f in full]
+    node_states = []
+    for node_id, nearly_full, weight in zip(node_ids, full, weights):
+        free = rng.randint(0, 6 * quantum) if nearly_full else int(free_total * weight / sum(weights))
+        used = rng.randint(0, 200_000)
+        node_states.append(NodeState(id=node_id, capacity_tokens=free + used, used_tokens=used))
+    return Snapshot(now=NOW, params=params, nodes=tuple(node_states), sessions=tuple(views))
+
+
 def _shape(draw: _Draw) -> Callable[[random.Random, int, int], Snapshot]:
     return lambda rng, sessions, nodes: _snapshot(rng, sessions, nodes, draw)
 
@@ -194,4 +239,5 @@ SHAPES: dict[str, Callable[[random.Random, int, int], Snapshot]] = {
     "adversarial": _adversarial,
     "crowded": _crowded,
     "degenerate": _degenerate,
+    "forks": _forks,
 }
