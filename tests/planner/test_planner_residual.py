@@ -165,21 +165,6 @@ def fragmented_problem(rng: random.Random, n: int, m: int) -> Problem:
                    tuple(rng.randint(5, 12) for _ in range(m)), values)
 
 
-@pytest.mark.parametrize("max_contents", [200, 1])  # 1: branch on single sessions instead of fillings
-def test_branch_and_bound_matches_brute_force(max_contents: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bins, "_MAX_CONTENTS", max_contents)
-    rng = random.Random(35)
-    searched = 0
-    for _ in range(150):
-        problem = fragmented_problem(rng, rng.randint(5, 8), rng.randint(2, 3))
-        packer = Packer.for_problem(problem)
-        result = solve_residual(problem, packer, {}, ready_cap_of(problem), node_limit=10**6)
-        assert result.proven and is_feasible(problem, result.placement)
-        assert objective(problem, result.placement) == brute_force(problem), problem
-        searched += result.nodes > 1
-    assert searched > 20  # the search itself ran, not only the root bound
-
-
 def restricted_problem(rng: random.Random, n: int, m: int) -> Problem:
     """`fragmented_problem` with eligibility subsets: about a third of the sessions may use only some
     rooms (a session may use none); twins (same size and value, other rooms) and equal rooms, so that
@@ -196,23 +181,26 @@ def restricted_problem(rng: random.Random, n: int, m: int) -> Problem:
     return Problem(base.session_ids, base.node_ids, tuple(sizes), rooms, values)
 
 
-@pytest.mark.parametrize("max_contents", [200, 1])
-def test_branch_and_bound_with_eligibility_subsets_matches_brute_force(
-    max_contents: int, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("max_contents", [200, 1])  # 1: branch on single sessions instead of fillings
+@pytest.mark.parametrize("restricted", [False, True])
+def test_branch_and_bound_matches_brute_force(
+    max_contents: int, restricted: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Maximal fillings among the sessions that may use the room, rooms alike only for sessions that
-    may use both, sessions that may use no room left dropped: still exact."""
+    """Exact, and with eligibility subsets too: maximal fillings among the sessions that may use the
+    room, rooms alike only for sessions that may use both, sessions that may use no room left dropped."""
     monkeypatch.setattr(bins, "_MAX_CONTENTS", max_contents)
-    rng = random.Random(36)
-    restricted = 0
+    rng = random.Random(36 if restricted else 35)
+    searched = 0
     for _ in range(150):
-        problem = restricted_problem(rng, rng.randint(5, 8), rng.randint(2, 3))
+        n, m = rng.randint(5, 8), rng.randint(2, 3)
+        problem = restricted_problem(rng, n, m) if restricted else fragmented_problem(rng, n, m)
+        cap = None if restricted else ready_cap_of(problem)  # R* by the smallest: not with subsets
         packer = Packer.for_problem(problem)
-        result = solve_residual(problem, packer, {}, None, node_limit=10**6)
+        result = solve_residual(problem, packer, {}, cap, node_limit=10**6)
         assert result.proven and is_feasible(problem, result.placement)
         assert objective(problem, result.placement) == brute_force(problem), problem
-        restricted += any(None in row for row in problem.values) and result.nodes > 1
-    assert restricted > 20  # searched with subsets, not only settled at the root
+        searched += result.nodes > 1 and (not restricted or any(None in row for row in problem.values))
+    assert searched > 20  # the search itself ran (with subsets), not only the root bound
 
 
 def test_residual_problem_keeps_eligibility_subsets() -> None:
