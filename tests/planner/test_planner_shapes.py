@@ -106,6 +106,21 @@ def test_the_lagrangian_k_level_proves_k_on_shared_credit(shape: str) -> None:
     assert proven >= 9
 
 
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_a_plan_proven_under_the_deadline_is_the_lexicographic_optimum(shape: str) -> None:
+    """32 sessions x 4 nodes under the live deadline: every plan's bound holds the MILP's optimum, and a
+    plan claiming a proof (bound = objective: certificate, residual search, unique K-optimal credited
+    pairs) is that optimum. Sound whatever the machine's speed: a slower search only proves less."""
+    policy = get_policy("tao", PlannerConfig(deadline_clock="cpu"))
+    for snapshot, problem in drawn(shape, "proven", 3, 32, 4):
+        plan = policy.plan(snapshot)
+        optimum = milp_lexicographic(problem)
+        assert plan.bound is not None and tuple(plan.objective) <= optimum <= tuple(plan.bound), \
+            snapshot.to_json()
+        if tuple(plan.bound) == tuple(plan.objective):
+            assert tuple(plan.objective) == optimum, snapshot.to_json()
+
+
 def test_a_passed_deadline_still_gives_a_feasible_plan_and_a_valid_bound() -> None:
     rng = random.Random("late")
     snapshot = SHAPES["all"](rng, 40, 4)
