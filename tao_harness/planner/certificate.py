@@ -1,22 +1,26 @@
 """An optimality certificate that answers most snapshots without the multi-dimensional DP.
 
-Applies when every session may use every node and has cache credit on at most one node (the usual
-case: a session's prefix lives where it last ran). Then, lexicographically:
+Applies when every session has cache credit on at most one node (the usual case: a session's prefix
+lives where it last ran), whatever nodes it may use. Then, lexicographically:
 
 1. K only grows when a session sits on its credit node, and nodes do not share credited sessions, so
    K* = Σ_b (best credit subset of node b's credited sessions that fits C̄_b) — a 1-D knapsack per node
    (planner/credit.py). Every optimal plan contains one K-optimal subset X_b per node; the certificate
    is computed for one choice of them (`forced`: the only one, unless credits tie).
    (A credited session left out of X_b cannot fit beside it, so it is worth (0, r, t) anywhere else.)
-2. Everything else is worth the same on every node. Relaxing the residual rooms into one bin of their
-   total size gives a single 1-D knapsack whose optimum S* bounds (R, T, N) from above (the surrogate
-   relaxation of the multiple knapsack, as in Pisinger's MULKNAP).
-3. If S* can be split into the real residual rooms (sequential subset-sum fills, or best-fit), the bound
-   is reached and the plan is optimal for the discretized problem.
+2. Everything else is worth the same on every node it may use. Relaxing the residual rooms into one
+   bin of their total size (and forgetting which nodes a session may use) gives a single 1-D knapsack
+   whose optimum S* bounds (R, T, N) from above (the surrogate relaxation of the multiple knapsack, as
+   in Pisinger's MULKNAP).
+3. If S* can be split into the real residual rooms, each session on a node it may use (sequential
+   subset-sum fills, or best-fit), the bound is reached and the plan is optimal for the discretized
+   problem.
 
-If step 1 does not apply (an ineligible pair, credit on two nodes) the result is None; if step 3 fails
-the result is an unproven, K-optimal placement and the forced part, and planner/solve.py finishes the
-residual (branch and bound, then the exact DP).
+If step 1 does not apply (credit on two nodes) the result is None; if step 3 fails the result is an
+unproven placement and the forced part, and planner/solve.py finishes the residual (branch and bound,
+then the exact DP). The general path (planner/lagrange.py) calls it with its own K-placement as
+`forced`: then the outcome is the best plan holding that placement, optimal only if it is the only
+K-optimal one (planner/k_unique.py).
 """
 
 from __future__ import annotations
@@ -145,7 +149,8 @@ class Certificate:
 
     placement: dict[int, int]  # feasible; optimal when `proven`
     proven: bool  # the surrogate bound was reached
-    forced: dict[int, int]  # placements every optimal plan contains (the unique K-optimal subsets)
+    forced: dict[int, int]  # the K-placement held: the certificate's K-optimal subsets (in every optimum
+    # when they are the only ones), or the general path's K level placement
 
 
 def residual_problem(problem: Problem, forced: dict[int, int]) -> tuple[Problem, list[int]]:

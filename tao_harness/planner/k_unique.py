@@ -19,7 +19,7 @@ import numpy as np
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.k_arrays import DualArrays
 from tao_harness.planner.k_dual import dual_steps, probe
-from tao_harness.planner.lagrange import KLevel, credit_matrix
+from tao_harness.planner.lagrange import credit_matrix
 from tao_harness.planner.problem import Problem
 
 _ROUNDS = 6  # probes at most (each after fixing what the last one left one way)
@@ -27,15 +27,14 @@ _STEPS = 30  # subgradient steps before each probe, stopping once L(λ) reaches 
 _FIRST_STEP = 1.5  # the first step, as a share of the Polyak step (as the K level's search)
 
 
-def k_placement_unique(problem: Problem, level: KLevel, deadline: Deadline | None = None) -> bool:
-    """Whether every K-optimal placement collects its credit on exactly `level.placement`'s pairs
-    (`level` proven: its value is K*)."""
-    if not level.proven:
-        return False
+def k_placement_unique(
+    problem: Problem, placement: dict[int, int], k_star: int, deadline: Deadline | None = None
+) -> bool:
+    """Whether every K-optimal placement collects its credit on exactly `placement`'s pairs (credited
+    sessions on their credit nodes, collecting the proven optimum `k_star`)."""
     credit = credit_matrix(problem)
     if not any(credit):
-        return True  # no credit anywhere: every placement is K-optimal with no credited pair
-    k_star = level.value
+        return not placement  # no credit anywhere: every placement is K-optimal, with no credited pair
     step = math.gcd(*(k for column in credit for k in column.values()))
     arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size, dtype=np.int64))
     lam = np.zeros(problem.n)  # per problem session; shared sessions start at their second-best credit
@@ -60,4 +59,4 @@ def k_placement_unique(problem: Problem, level: KLevel, deadline: Deadline | Non
         arrays, newly, value = restricted
         fixed.update(newly)
         fixed_value += value
-    return not len(arrays.sessions) and fixed == {i: b for i, b in level.placement.items() if i in credit[b]}
+    return not len(arrays.sessions) and fixed == placement

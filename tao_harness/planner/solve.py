@@ -83,7 +83,7 @@ def _solve_exact(problem: Problem, packer: Packer, state_budget: int, deadline: 
         return _solve_general(problem, packer, state_budget, deadline)
     # every optimal plan holds one of the K-optimal options: the best of the options' optima is optimal
     rest = None if deadline is None else deadline.share(_REST_SHARE, _REST_S)
-    solutions = [_solve_certified(problem, c, state_budget, rest) for c in certificates]
+    solutions = [_solve_certified(problem, packer, c, state_budget, rest) for c in certificates]
     best = max(solutions, key=lambda s: total_value(problem, packer, s.placement))
     states = sum(s.states for s in solutions)
     if not any(s.fallback for s in solutions):
@@ -97,13 +97,15 @@ def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline
     """The Lagrangian K level, the rest packed around it, then (small problems) the whole DP."""
     level = k_level(problem, None if deadline is None else deadline.share(_K_SHARE))
     rest = None if deadline is None else deadline.share(_REST_SHARE, _REST_S)
-    around = _complete(problem, packer, with_better_twins(problem, level.placement), state_budget, rest)
+    # twins swap only within K-optimal placements: around one short of K* a twin may hold credit elsewhere
+    forced = with_better_twins(problem, level.placement) if level.proven else level.placement
+    around = _complete(problem, packer, forced, state_budget, rest)
     placement, states = dict(around.placement), around.states
     bound = lexicographic_bound(problem, packer, level.bound)
     if objective(problem, placement) == bound:
         return Solution(placement, "dp", states=states, bound=bound)
     proof = None if deadline is None else deadline.share(_REST_SHARE, _REST_S)
-    if not around.fallback and k_placement_unique(problem, level, proof):
+    if not around.fallback and level.proven and k_placement_unique(problem, forced, level.value, proof):
         # the best plan holding the only K-optimal credited pairs: the optimum
         return Solution(placement, "dp", states=states, bound=objective(problem, placement))
     if problem.n > _WHOLE_DP_SESSIONS:
@@ -131,20 +133,20 @@ def _complete(
         others = [i for i in range(problem.n) if i not in forced]
         extra, _ = best_fit(others, list(problem.size), rooms, allowed)
         return Solution({**forced, **extra}, "bfd", fallback=True)
-    return _solve_certified(problem, certificate, state_budget, deadline)
+    return _solve_certified(problem, packer, certificate, state_budget, deadline)
 
 
 def _solve_certified(
-    problem: Problem, certificate: Certificate, state_budget: int, deadline: Deadline | None
+    problem: Problem, packer: Packer, certificate: Certificate, state_budget: int, deadline: Deadline | None
 ) -> Solution:
     """The best plan holding `certificate.forced`: the certificate's, or the residual finished."""
     if certificate.proven:
         return Solution(placement=certificate.placement, solver="dp")
-    return _solve_residual(problem, certificate, state_budget, deadline)
+    return _solve_residual(problem, packer, certificate, state_budget, deadline)
 
 
 def _solve_residual(
-    problem: Problem, certificate: Certificate, state_budget: int, deadline: Deadline | None
+    problem: Problem, packer: Packer, certificate: Certificate, state_budget: int, deadline: Deadline | None
 ) -> Solution:
     """What the certificate left open (the sessions outside its forced K-optimal placements): branch
     and bound, then the DP; the certificate's placement is the first incumbent."""
@@ -152,8 +154,7 @@ def _solve_residual(
         return Solution(placement=certificate.placement, solver="split", fallback=True)
     if any(None in row for row in problem.values) and problem.n * sum(problem.room) > _SEARCH_WORK:
         # with eligibility subsets past `_SEARCH_WORK` the search's few nodes rarely beat a repair
-        repaired = improve(problem, Packer.for_problem(problem), certificate.placement, passes=1,
-                           deadline=deadline)
+        repaired = improve(problem, packer, certificate.placement, passes=1, deadline=deadline)
         return Solution(repaired, "split", fallback=True)
     sub, back = residual_problem(problem, certificate.forced)
     sub_packer = Packer.for_problem(sub)

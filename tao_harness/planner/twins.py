@@ -1,6 +1,6 @@
 """Among the K-optimal placements, prefer the one holding the ready sessions: swap in better twins.
 
-The K level finds one K-optimal placement P; when credits tie (whole caches observed whole half-lives
+The K level finds a K-optimal placement P (proven); when credits tie (whole caches observed whole half-lives
 ago, sessions forked from one task template) many placements reach K*, and which one P is decides what
 the rest of the plan can reach. Two sessions are twins on node b when they have the same size, the same
 credit there and the same nodes they may use. Swapping a session of P on b for an unplaced twin worth
@@ -18,8 +18,9 @@ from tao_harness.planner.problem import Problem
 
 
 def with_better_twins(problem: Problem, placement: dict[int, int]) -> dict[int, int]:
-    """`placement` (credited sessions on their credit nodes) with sessions swapped for unplaced twins
-    worth more in (r, t), until none is left to swap."""
+    """`placement` (credited sessions on their credit nodes, K-optimal: else a plan around it may
+    collect credit elsewhere, and a twin swapped in may be the session that would) with sessions
+    swapped for unplaced twins worth more in (r, t), until none is left to swap."""
     placed = dict(placement)
     worth = [next(filter(None, row), (0, 0, 0))[1:] for row in problem.values]  # (r, t): the session's own
     may_use = [tuple(v is not None for v in row) for row in problem.values]

@@ -197,7 +197,8 @@ def test_a_unique_k_placement_is_unique_and_most_are_recognized() -> None:
                                                                                 rng.randint(2, 3))
         problem = build_problem(snapshot, snapshot.waiting)
         level = k_level(problem)
-        said = k_placement_unique(problem, level)
+        assert level.proven
+        said = k_placement_unique(problem, level.placement, level.value)
         truth = k_optimal_credited_pairs(problem)
         if said:
             credited = frozenset((i, b) for i, b in level.placement.items() if problem.values[i][b][0] > 0)
