@@ -169,7 +169,7 @@ class _Search:
 
 def eligibility(problem: Problem) -> list[frozenset[int]] | None:
     """Per session, the rooms it may use; None when every session may use every room."""
-    if all(v is not None for row in problem.values for v in row):
+    if not problem.restricted:
         return None
     return [frozenset(b for b, v in enumerate(row) if v is not None) for row in problem.values]
 

@@ -18,9 +18,9 @@ lives where it last ran), whatever nodes it may use. Then, lexicographically:
 
 If step 1 does not apply (credit on two nodes) the result is None; if step 3 fails the result is an
 unproven placement and the forced part, and planner/solve.py finishes the residual (branch and bound,
-then the exact DP). The general path (planner/lagrange.py) calls it with its own K-placement as
-`forced`: then the outcome is the best plan holding that placement, optimal only if it is the only
-K-optimal one (planner/k_unique.py).
+then the exact DP). planner/solve.py's general path calls it with the Lagrangian K level's placement
+(planner/lagrange.py) as `forced`: then the outcome is the best plan holding that placement, optimal
+only if it is the only K-optimal one (planner/k_unique.py).
 """
 
 from __future__ import annotations
@@ -222,7 +222,7 @@ def certified_placement(
 def _rooms_allowed(problem: Problem, rooms: list[int], forced: dict[int, int]) -> dict[int, list[int]] | None:
     """Per session outside `forced`, the rooms it may use that still hold it; None when every session
     may use every node."""
-    if all(None not in row for row in problem.values):
+    if not problem.restricted:
         return None
     return {i: [b for b, v in enumerate(row) if v is not None and problem.size[i] <= rooms[b]]
             for i, row in enumerate(problem.values) if i not in forced}

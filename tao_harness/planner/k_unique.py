@@ -19,7 +19,7 @@ import numpy as np
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.k_arrays import DualArrays
 from tao_harness.planner.k_dual import dual_steps, probe
-from tao_harness.planner.lagrange import credit_matrix
+from tao_harness.planner.lagrange import credit_matrix, credit_step, shared_sessions, starting_multipliers
 from tao_harness.planner.problem import Problem
 
 _ROUNDS = 6  # probes at most (each after fixing what the last one left one way)
@@ -35,13 +35,9 @@ def k_placement_unique(
     credit = credit_matrix(problem)
     if not any(credit):
         return not placement  # no credit anywhere: every placement is K-optimal, with no credited pair
-    step = math.gcd(*(k for column in credit for k in column.values()))
+    step = credit_step(credit)
     arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size, dtype=np.int64))
-    lam = np.zeros(problem.n)  # per problem session; shared sessions start at their second-best credit
-    for i in range(problem.n):
-        credits = sorted((column[i] for column in credit if i in column), reverse=True)
-        if len(credits) > 1:
-            lam[i] = float(credits[1])
+    lam = starting_multipliers(credit, problem.n, shared_sessions(credit))  # per problem session
     fixed: dict[int, int] = {}
     fixed_value = 0
     for _ in range(_ROUNDS):

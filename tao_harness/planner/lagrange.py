@@ -109,6 +109,20 @@ def credit_matrix(problem: Problem) -> list[dict[int, int]]:
     return credit
 
 
+def credit_step(credit: list[dict[int, int]]) -> int:
+    """g, the gcd of the credits: every K is a multiple of it."""
+    return math.gcd(*(k for column in credit for k in column.values()))
+
+
+def starting_multipliers(credit: list[dict[int, int]], n: int, shared: set[int]) -> np.ndarray:
+    """λ per problem session: a shared session starts at its second-best credit (only its best node
+    wants it then), every other at 0."""
+    lam = np.zeros(n)
+    for i in shared:
+        lam[i] = float(sorted((column[i] for column in credit if i in column), reverse=True)[1])
+    return lam
+
+
 def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     """A proven bound on K and the best K-placement found (see the module docstring)."""
     credit = credit_matrix(problem)
@@ -143,15 +157,13 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
         return reshuffle(placement, problem.m, value_of, lambda kept: refill(kept, until), target,
                          _RESHUFFLES, until)
 
-    step = math.gcd(*(k for column in credit for k in column.values()))
-    shared = _shared(credit)
+    step = credit_step(credit)
+    shared = shared_sessions(credit)
     # the packing-only ceiling pays with flat credit; with graded credit it never ended a search earlier
     # (multi, all and crowded shapes) and costs ~0.5 ms
     ceiling = k_ceiling(credit, problem.size, problem.room) if shared and flat else None
     search = _Search(step, deadline, polish, math.inf if ceiling is None else ceiling)
-    lam = np.zeros(problem.n)  # per problem session; read only for the shared sessions of a sub-problem
-    for i in shared:  # shared sessions start at their second-best credit: only their best node wants them
-        lam[i] = float(sorted((column[i] for column in credit if i in column), reverse=True)[1])
+    lam = starting_multipliers(credit, problem.n, shared)  # read for a sub-problem's shared sessions only
     root: _Sub | None = _Sub(arrays, {}, 0)
     relaxation, first = None, math.inf
     if shared and not flat:  # a few cheap steps first: most K levels are settled by them
@@ -375,7 +387,7 @@ def _flat(credit: list[dict[int, int]]) -> bool:
     return all(seen.setdefault(i, k) == k for column in credit for i, k in column.items())
 
 
-def _shared(credit: list[dict[int, int]]) -> set[int]:
+def shared_sessions(credit: list[dict[int, int]]) -> set[int]:
     """The sessions credited on several nodes."""
     seen: set[int] = set()
     shared: set[int] = set()

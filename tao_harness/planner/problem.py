@@ -27,6 +27,11 @@ class Problem:
     values: tuple[tuple[Value | None, ...], ...]  # values[i][b] = (k, r, t), None when b is not eligible
 
     @property
+    def restricted(self) -> bool:
+        """Whether some session may not use some node (eligibility subsets)."""
+        return any(None in row for row in self.values)
+
+    @property
     def n(self) -> int:
         return len(self.session_ids)
 

@@ -152,7 +152,7 @@ def _solve_residual(
     and bound, then the DP; the certificate's placement is the first incumbent."""
     if deadline is not None and deadline.passed():  # credit ties: the K-optimal options before took the time
         return Solution(placement=certificate.placement, solver="split", fallback=True)
-    if any(None in row for row in problem.values) and problem.n * sum(problem.room) > _SEARCH_WORK:
+    if problem.restricted and problem.n * sum(problem.room) > _SEARCH_WORK:
         # with eligibility subsets past `_SEARCH_WORK` the search's few nodes rarely beat a repair
         repaired = improve(problem, packer, certificate.placement, passes=1, deadline=deadline)
         return Solution(repaired, "split", fallback=True)
@@ -161,7 +161,7 @@ def _solve_residual(
     forward = {i: k for k, i in enumerate(back)}
     sub_incumbent = {forward[i]: b for i, b in certificate.placement.items() if i not in certificate.forced}
     cap = None  # R* by packing the smallest ready sessions: with eligibility subsets that proves nothing
-    if all(None not in row for row in sub.values):
+    if not sub.restricted:
         cap = max_ready([k for k in range(sub.n) if sub.values[k][0][1] == 1], list(sub.size), list(sub.room))
     if cap is not None:
         seeded = _fill_around(sub, sub_packer, cap.placement)

@@ -1,13 +1,13 @@
 """Among the K-optimal placements, prefer the one holding the ready sessions: swap in better twins.
 
-The K level finds a K-optimal placement P (proven); when credits tie (whole caches observed whole half-lives
-ago, sessions forked from one task template) many placements reach K*, and which one P is decides what
-the rest of the plan can reach. Two sessions are twins on node b when they have the same size, the same
-credit there and the same nodes they may use. Swapping a session of P on b for an unplaced twin worth
-more in (r, t) keeps K and every room, and never lowers the best plan around it: a plan around P that
-places the twin somewhere maps to one around the swapped P that places the session there instead (same
-size, same room, a node it may use), worth the same; one that leaves the twin out is worth less than the
-swapped P with the same rest.
+The K level finds a K-optimal placement P (proven); when credits tie (whole caches observed whole
+half-lives ago, sessions forked from one task template) many placements reach K*, and which one P is
+decides what the rest of the plan can reach. Two sessions are twins on node b when they have the same
+size, the same credit there and the same nodes they may use. Swapping a session of P on b for an unplaced
+twin worth more in (r, t) keeps K and every room, and never lowers the best plan around it: a plan around
+P that places the twin somewhere maps to one around the swapped P that places the session there instead
+(same size, same room, a node it may use), worth the same; one that leaves the twin out is worth less
+than the swapped P with the same rest.
 """
 
 from __future__ import annotations
