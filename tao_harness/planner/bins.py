@@ -22,13 +22,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable, Iterable, Mapping
 
-from tao_harness.planner.certificate import INT64_BITS, best_fit, subset_sum_split
+from tao_harness.planner.certificate import INT64_BITS
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.nested import NestedBound, Prefix, nested_bound, nested_prefix, nested_value
 from tao_harness.planner.problem import Packer, Problem, total_value
 from tao_harness.planner.ready_cap import ReadyCap, SearchLimit
+from tao_harness.planner.split import split as split_into
 
 _MAX_CONTENTS = 200  # more ways to fill the smallest room than this: branch on one session instead
+_ROOT_TRIES = 16  # ways to split the root bound's choice (planner/split.py, ~0.1 ms each at 160 x 8): on
+# tight residuals it usually reaches the bound, and below the root the search's branching does the work
+_NODE_TRIES = 2  # below the root: the exact fills and best fit
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +120,8 @@ class _Search:
         if node.value + bound.value <= self.best:
             return
         room_ids = list(node.rooms)
-        split, left = _split(bound.chosen, self.size, room_ids, rooms, self.allowed)
+        tries = _ROOT_TRIES if self.nodes == 1 else _NODE_TRIES
+        split, left = _split(bound.chosen, self.size, room_ids, rooms, self.allowed, tries)
         if not left:
             self.best = node.value + bound.value
             self.found = {**node.placed, **{i: room_ids[k] for i, k in split.items()}}
@@ -197,16 +202,13 @@ def _target_room(items: list[int], size: list[int], rooms: dict[int, int],
 
 
 def _split(items: list[int], size: list[int], room_ids: list[int], rooms: list[int],
-           allowed: list[frozenset[int]] | None) -> tuple[dict[int, int], list[int]]:
-    """Place all of `items` into `rooms` (room `room_ids[k]` has `rooms[k]` left) if a quick try can:
-    best fit, then rooms filled fullest first. Returns positions in `rooms`."""
+           allowed: list[frozenset[int]] | None, tries: int) -> tuple[dict[int, int], list[int]]:
+    """Place all of `items` into `rooms` (room `room_ids[k]` has `rooms[k]` left) if a few quick tries
+    can (planner/split.py). Returns positions in `rooms`."""
     where = None
     if allowed is not None:
         where = {i: [k for k, b in enumerate(room_ids) if b in allowed[i]] for i in items}
-    split, left = best_fit(items, size, rooms, where)
-    if left:
-        split, left = subset_sum_split(items, size, rooms, where)
-    return split, left
+    return split_into(items, size, rooms, where, tries)
 
 
 def maximal_contents(

@@ -6,7 +6,9 @@ lexicographically, whatever its K. So every placement's (K, R, T, N) is ≤ the 
 below K̄ in K, or equal in K and below in the rest. The (R, T, N) part is the surrogate relaxation over
 all sessions: every node's room merged into one bin (each room first cut to the fullest fill any subset
 of sessions reaches), each session worth its best (r, t, 1), solved as one 1-D knapsack on the packed
-value; on large problems its LP relaxation (weaker, much cheaper) instead.
+value; on large problems its LP relaxation (weaker, much cheaper) instead. When every plan reaching K̄
+holds one of a few known K-placements (the certificate's K-optimal options), `bound_holding` bounds the
+rest around each instead.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from bisect import bisect_left
 from operator import itemgetter
 
 from tao_harness.planner.certificate import INT64_BITS, fullest_fills, surrogate_knapsack
-from tao_harness.planner.problem import Packer, Problem
+from tao_harness.planner.problem import Packer, Problem, objective
 
 Objective = tuple[int, int, int, int]
 
@@ -63,3 +65,21 @@ def lexicographic_bound(problem: Problem, packer: Packer, k_bound: int) -> Objec
     """(K̄, R̄, T̄, N̄) for a proven K̄ = `k_bound`."""
     _, r, t, n = packer.unpack(rest_bound(problem, packer))
     return (k_bound, r, t, n)
+
+
+def bound_holding(problem: Problem, held: dict[int, int], k_bound: int) -> Objective:
+    """(K̄, R̄, T̄, N̄) ≥ (K, R, T, N) of every plan holding the placement `held` (whatever else it holds),
+    for a proven K̄ = `k_bound`: `held`'s own (R, T, N) plus the surrogate bound of the other sessions in
+    the rooms it leaves. When every plan reaching K̄ holds one of a few known placements, this is much
+    tighter than the whole problem's surrogate, which lets their sessions use their room twice over."""
+    rooms = list(problem.room)
+    for i, b in held.items():
+        rooms[b] -= problem.size[i]
+    rest = [i for i in range(problem.n) if i not in held]
+    # rows as they are: the surrogate takes each session's best (r, t) over the rooms that hold it
+    sub = Problem(tuple(problem.session_ids[i] for i in rest), problem.node_ids,
+                  tuple(problem.size[i] for i in rest), tuple(rooms), tuple(problem.values[i] for i in rest))
+    _, r, t, n = objective(problem, held)
+    sub_packer = Packer.for_problem(sub)
+    _, rest_r, rest_t, rest_n = sub_packer.unpack(rest_bound(sub, sub_packer))
+    return (k_bound, r + rest_r, t + rest_t, n + rest_n)

@@ -12,9 +12,9 @@ lives where it last ran), whatever nodes it may use. Then, lexicographically:
    bin of their total size (and forgetting which nodes a session may use) gives a single 1-D knapsack
    whose optimum S* bounds (R, T, N) from above (the surrogate relaxation of the multiple knapsack, as
    in Pisinger's MULKNAP).
-3. If S* can be split into the real residual rooms, each session on a node it may use (sequential
-   subset-sum fills, or best-fit), the bound is reached and the plan is optimal for the discretized
-   problem.
+3. If S* can be split into the real residual rooms, each session on a node it may use (rooms filled
+   exactly one after another in a few orders, or best fit: planner/split.py), the bound is reached and
+   the plan is optimal for the discretized problem.
 
 If step 1 does not apply (credit on two nodes) the result is None; if step 3 fails the result is an
 unproven placement and the forced part, and planner/solve.py finishes the residual (branch and bound,
@@ -26,15 +26,15 @@ only if it is the only K-optimal one (planner/k_unique.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Container, Iterable, Mapping
-
 import numpy as np
 from numba import njit
 
 from tao_harness.planner.credit import k_optimal_options
 from tao_harness.planner.problem import Packer, Problem
+from tao_harness.planner.split import best_fit, split as split_into
 
 INT64_BITS = 62  # packed values must stay below 2^62 so sums of two never overflow int64
+_SPLIT_TRIES = 16  # ways to split the surrogate's choice tried (planner/split.py; ~0.1 ms each at 160 x 8)
 
 
 def surrogate_knapsack(items: list[int], size: list[int], gain: list[int], capacity: int) -> list[int]:
@@ -97,52 +97,6 @@ def fullest_fills(items: list[int], size: list[int], rooms: list[int]) -> list[i
     return [(reach & ((1 << (room + 1)) - 1)).bit_length() - 1 for room in rooms]
 
 
-def subset_sum_split(
-    items: list[int], size: list[int], rooms: list[int], allowed: Mapping[int, Container[int]] | None = None
-) -> tuple[dict[int, int], list[int]]:
-    """Fill rooms smallest first, each as full as a subset of the remaining items (those `allowed[i]`
-    holds the room for, when given) allows.
-
-    Returns the placement and the items left over (empty when everything was placed)."""
-    left = list(items)
-    placement: dict[int, int] = {}
-    for b in sorted(range(len(rooms)), key=lambda b: (rooms[b], b)):
-        here = left if allowed is None else [i for i in left if b in allowed[i]]
-        mask = (1 << (rooms[b] + 1)) - 1
-        reach, layers = 1, []
-        for i in here:
-            layers.append(reach)
-            reach = (reach | (reach << size[i])) & mask
-        c = reach.bit_length() - 1  # fullest fill of this room
-        for i, before in zip(reversed(here), reversed(layers)):
-            if not (before >> c) & 1:
-                placement[i] = b
-                c -= size[i]
-        left = [i for i in left if i not in placement]
-    return placement, left
-
-
-def best_fit(
-    items: list[int], size: list[int], rooms: list[int], allowed: Mapping[int, Iterable[int]] | None = None,
-    largest_first: bool = True,
-) -> tuple[dict[int, int], list[int]]:
-    """Largest first (or in the given order) into the tightest room that holds it, among `allowed[i]`
-    when given; returns placement and the items left over."""
-    left = list(rooms)
-    everywhere = range(len(left))
-    placement: dict[int, int] = {}
-    unplaced = []
-    for i in sorted(items, key=lambda i: (-size[i], i)) if largest_first else items:
-        fits = [b for b in (everywhere if allowed is None else allowed[i]) if left[b] >= size[i]]
-        if not fits:
-            unplaced.append(i)
-            continue
-        b = min(fits, key=lambda b: (left[b], b))
-        placement[i] = b
-        left[b] -= size[i]
-    return placement, unplaced
-
-
 @dataclass(frozen=True, slots=True)
 class Certificate:
     """What the decomposition established about one problem."""
@@ -184,7 +138,7 @@ def certified_placement(
     the only one, None when there are several), or None when it does not apply to this problem.
 
     With eligibility subsets the surrogate ignores them (still a bound) and its choice is split with
-    them: the restricted sessions first, each into the tightest room it may use, then the others.
+    them (planner/split.py: room after room filled exactly, restricted sessions preferred).
     When the bound is not reached the placement is still a good feasible one (K-optimal, residual
     packed as far as the split got, the rest best-fit): the DP's incumbent.
     """
@@ -207,7 +161,7 @@ def certified_placement(
         _, r, t = next(filter(None, problem.values[i]))  # type: ignore[misc]
         gain[i] = packer.pack((0, r, t))
     chosen_rest = surrogate_knapsack(rest, size, gain, sum(fullest_fills(rest, size, rooms)))
-    split, left = _split_rest(chosen_rest, size, rooms, allowed)
+    split, left = split_into(chosen_rest, size, rooms, allowed, _SPLIT_TRIES, gain)
     if not left:
         return Certificate({**forced, **split}, True, forced)
     used = [0] * problem.m
@@ -226,22 +180,3 @@ def _rooms_allowed(problem: Problem, rooms: list[int], forced: dict[int, int]) -
         return None
     return {i: [b for b, v in enumerate(row) if v is not None and problem.size[i] <= rooms[b]]
             for i, row in enumerate(problem.values) if i not in forced}
-
-
-def _split_rest(items: list[int], size: list[int], rooms: list[int], allowed: dict[int, list[int]] | None
-                ) -> tuple[dict[int, int], list[int]]:
-    """`items` into `rooms`, as many as a quick try places: rooms filled fullest first, else best fit;
-    with eligibility subsets the restricted items first (best fit), then the others."""
-    if allowed is None:
-        split, left = subset_sum_split(items, size, rooms)
-        return best_fit(items, size, rooms) if left else (split, left)
-    restricted = [i for i in items if len(allowed[i]) < len(rooms)]
-    placement, left = best_fit(restricted, size, rooms, allowed)
-    free = list(rooms)
-    for i, b in placement.items():
-        free[b] -= size[i]
-    plain = [i for i in items if len(allowed[i]) == len(rooms)]
-    split, unplaced = subset_sum_split(plain, size, free)
-    if unplaced:
-        split, unplaced = best_fit(plain, size, free)
-    return {**placement, **split}, left + unplaced

@@ -26,10 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tao_harness.planner.bins import maximal_contents
-from tao_harness.planner.certificate import best_fit, subset_sum_split
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.nested import nested_bound, nested_value
 from tao_harness.planner.ready_cap import SearchLimit
+from tao_harness.planner.split import best_fit, subset_sum_split
 
 _MAX_CONTENTS = 40  # ways to fill the smallest room past which it branches on one session (the
 # enumeration itself costs: with sessions that may use different rooms few of them are interchangeable)

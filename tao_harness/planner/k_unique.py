@@ -1,18 +1,22 @@
-"""Whether a K-optimal placement is the only one: then the rest searched around it is the whole optimum.
+"""The credited pairs every K-optimal placement holds; when they are all of one, the rest searched around
+it is the whole optimum.
 
 The general path fixes the K level's placement P and searches the other sessions around it. That proves
 the plan optimal among the plans holding P; it is optimal outright when every K-optimal plan collects
 its credit on exactly P's pairs. The Lagrangian says so pair by pair: at multipliers λ with
 L(λ) = K*, probing (planner/k_dual.py) bounds every way of each session (on one of its credit nodes, or
 on none) and closes the ways bounded below K*, which no K-optimal plan takes. A session left one way is
-fixed to it, the problem restricted, the multipliers refreshed and the rest probed again. When no
-session is left open, the K-optimal credited pairs are unique (and P's); when a probe narrows nothing,
-or the deadline passes, the answer is no (which only means unproven).
+fixed to it, the problem restricted, the multipliers refreshed and the rest probed again. The sessions
+fixed on a node are in every K-optimal placement, whenever the rounds stop; when no session is left
+open they are the only K-optimal credited pairs. Either way they bound the rest of every K-optimal plan
+(planner/bound.py's `bound_holding`): on `all` snapshots at 160 x 8, where credit ties leave a few
+sessions open, that bound alone is the plan's value in half of the unproven ones.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,14 +31,24 @@ _STEPS = 30  # subgradient steps before each probe, stopping once L(λ) reaches 
 _FIRST_STEP = 1.5  # the first step, as a share of the Polyak step (as the K level's search)
 
 
-def k_placement_unique(
-    problem: Problem, placement: dict[int, int], k_star: int, deadline: Deadline | None = None
-) -> bool:
-    """Whether every K-optimal placement collects its credit on exactly `placement`'s pairs (credited
-    sessions on their credit nodes, collecting the proven optimum `k_star`)."""
+@dataclass(frozen=True, slots=True)
+class CommonPairs:
+    """What the probes proved about the K-optimal placements."""
+
+    pairs: dict[int, int]  # credited session -> node, held by every K-optimal placement
+    complete: bool  # no session was left open: these are the only credited pairs of any K-optimal placement
+
+    def only(self, placement: dict[int, int]) -> bool:
+        """Whether `placement`'s credited pairs are those of every K-optimal placement."""
+        return self.complete and self.pairs == placement
+
+
+def k_common_pairs(problem: Problem, k_star: int, deadline: Deadline | None = None) -> CommonPairs:
+    """The credited pairs every placement collecting the proven optimum `k_star` holds (as far as the
+    probes and the deadline get; none proven: empty)."""
     credit = credit_matrix(problem)
     if not any(credit):
-        return not placement  # no credit anywhere: every placement is K-optimal, with no credited pair
+        return CommonPairs({}, True)  # no credit anywhere: no K-optimal placement holds a credited pair
     step = credit_step(credit)
     arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size, dtype=np.int64))
     lam = starting_multipliers(credit, problem.n, shared_sessions(credit))  # per problem session
@@ -47,12 +61,14 @@ def k_placement_unique(
         steps = dual_steps(arrays, local, _STEPS, fixed_value, k_star, step, _FIRST_STEP, math.inf, deadline)
         lam[arrays.sessions] = steps.multipliers
         outcome = probe(arrays, steps.multipliers, fixed_value, k_star - step, step, deadline)
-        if outcome is None or outcome.settled or not outcome.narrowed:
-            return False  # out of time; K* out of reach (it is not: rounding); or some session open two ways
+        if outcome is not None and outcome.settled:
+            return CommonPairs({}, False)  # K* out of reach: it is not (rounding); trust nothing
+        if outcome is None or not outcome.narrowed:
+            return CommonPairs(fixed, False)  # out of time, or some session open two ways
         restricted = arrays.restricted(outcome.place, outcome.drop)
         if restricted is None:
-            return False
+            return CommonPairs({}, False)  # the fixed sessions overflow a room: as settled
         arrays, newly, value = restricted
         fixed.update(newly)
         fixed_value += value
-    return not len(arrays.sessions) and fixed == placement
+    return CommonPairs(fixed, not len(arrays.sessions))

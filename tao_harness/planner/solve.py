@@ -30,16 +30,17 @@ from typing import Literal
 
 from tao_harness.planner.bfd import best_fit_decreasing
 from tao_harness.planner.bins import solve_residual
-from tao_harness.planner.bound import lexicographic_bound
-from tao_harness.planner.certificate import Certificate, best_fit, certified_placement, residual_problem
+from tao_harness.planner.bound import bound_holding, lexicographic_bound
+from tao_harness.planner.certificate import Certificate, certified_placement, residual_problem
 from tao_harness.planner.credit import k_optimal_options
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.dp import BudgetExceeded, exact_dp
 from tao_harness.planner.improve import improve
-from tao_harness.planner.k_unique import k_placement_unique
+from tao_harness.planner.k_unique import k_common_pairs
 from tao_harness.planner.lagrange import k_level
 from tao_harness.planner.problem import Packer, Problem, Solution, objective, total_value
 from tao_harness.planner.ready_cap import max_ready
+from tao_harness.planner.split import best_fit
 from tao_harness.planner.spread import spread
 from tao_harness.planner.twins import with_better_twins
 
@@ -52,9 +53,6 @@ _K_SHARE = 0.85  # of the deadline, for the K level on the general path (K comes
 _REST_SHARE = 0.3  # of the time left, for the search of (R, T, N) once K is settled: K is what matters most,
 # and past a few milliseconds that search rarely finishes on large problems (the plan keeps its proven gap)
 _REST_S = 0.003  # and at most this, whatever the deadline
-_SEARCH_WORK = 500_000  # sessions × merged room past which a residual with eligibility subsets is
-# repaired, not searched: one nested bound there costs ~1 ms, so the search's time holds a few nodes
-# (measured, all 160 x 8: p50 2.2 -> 7.4 ms searched, no plan better); 64 x 8 stays below
 _WHOLE_DP_SESSIONS = 30  # the general path's last try, the whole problem's DP, only up to this many
 
 
@@ -88,9 +86,11 @@ def _solve_exact(problem: Problem, packer: Packer, state_budget: int, deadline: 
     states = sum(s.states for s in solutions)
     if not any(s.fallback for s in solutions):
         return Solution(best.placement, best.solver, states=states, bound=objective(problem, best.placement))
+    # every plan at K* holds one of the options: the best bound around them holds for every plan
     k_star = objective(problem, options[0])[0]
+    bound = max(bound_holding(problem, c.forced, k_star) for c in certificates)
     return Solution(best.placement, "split" if best.solver == "dp" else best.solver, states=states,
-                    fallback=True, bound=lexicographic_bound(problem, packer, k_star))
+                    fallback=True, bound=bound)
 
 
 def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline: Deadline | None) -> Solution:
@@ -104,10 +104,16 @@ def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline
     bound = lexicographic_bound(problem, packer, level.bound)
     if objective(problem, placement) == bound:
         return Solution(placement, "dp", states=states, bound=bound)
-    proof = None if deadline is None else deadline.share(_REST_SHARE, _REST_S)
-    if not around.fallback and level.proven and k_placement_unique(problem, forced, level.value, proof):
-        # the best plan holding the only K-optimal credited pairs: the optimum
-        return Solution(placement, "dp", states=states, bound=objective(problem, placement))
+    if level.proven:
+        common = k_common_pairs(problem, level.value, None if deadline is None else
+                                deadline.share(_REST_SHARE, _REST_S))
+        if not around.fallback and common.only(forced):
+            # the best plan holding the only K-optimal credited pairs: the optimum
+            return Solution(placement, "dp", states=states, bound=objective(problem, placement))
+        # every K-optimal plan holds the common pairs: the rest around them bounds its (R, T, N)
+        bound = min(bound, bound_holding(problem, common.pairs, level.bound))
+        if objective(problem, placement) == bound:
+            return Solution(placement, "dp", states=states, bound=bound)
     if problem.n > _WHOLE_DP_SESSIONS:
         return Solution(placement, "lagrange", states=states, fallback=True, bound=bound)
     try:
@@ -152,14 +158,15 @@ def _solve_residual(
     and bound, then the DP; the certificate's placement is the first incumbent."""
     if deadline is not None and deadline.passed():  # credit ties: the K-optimal options before took the time
         return Solution(placement=certificate.placement, solver="split", fallback=True)
-    if problem.restricted and problem.n * sum(problem.room) > _SEARCH_WORK:
-        # with eligibility subsets past `_SEARCH_WORK` the search's few nodes rarely beat a repair
-        repaired = improve(problem, packer, certificate.placement, passes=1, deadline=deadline)
-        return Solution(repaired, "split", fallback=True)
     sub, back = residual_problem(problem, certificate.forced)
     sub_packer = Packer.for_problem(sub)
     forward = {i: k for k, i in enumerate(back)}
     sub_incumbent = {forward[i]: b for i, b in certificate.placement.items() if i not in certificate.forced}
+    if sub.restricted:
+        # with eligibility subsets a large residual's search (~0.5 ms a node at 160 x 8) often ends
+        # unproven on the incumbent it started from: repaired first (~0.3 ms there), that is never worse
+        # than the repair alone the planner used to return
+        sub_incumbent = improve(sub, sub_packer, sub_incumbent, passes=1, deadline=deadline)
     cap = None  # R* by packing the smallest ready sessions: with eligibility subsets that proves nothing
     if not sub.restricted:
         cap = max_ready([k for k in range(sub.n) if sub.values[k][0][1] == 1], list(sub.size), list(sub.room))

@@ -10,7 +10,6 @@ from itertools import product
 
 import numpy as np
 
-from tao_harness.planner.certificate import subset_sum_split
 from tao_harness.planner.k_bins import complete_flat
 from tao_harness.planner.k_arrays import DualArrays
 from tao_harness.planner.k_lp import k_relaxation
@@ -81,10 +80,3 @@ def test_bin_completion_finds_the_optimum_or_proves_the_incumbent() -> None:
         assert sum(credit[b][i] for i, b in found.placement.items()) == k_star
         proof = complete_flat(credit, size, room, k_star, 1 << 40, None)  # nothing beats K*: proven as is
         assert proof.proven and proof.placement is None
-
-
-def test_the_split_keeps_each_session_on_a_room_it_may_use() -> None:
-    # the smallest room is filled first; without `allowed` session 0 would go there
-    placement, left = subset_sum_split([0, 1], [4, 4], [4, 8], {0: {1}, 1: {0, 1}})
-    assert placement == {1: 0, 0: 1} and left == []
-    assert subset_sum_split([0], [4], [4, 8], {0: set()}) == ({}, [0])

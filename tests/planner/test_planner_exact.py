@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tao_harness.planner.bound import bound_holding, lexicographic_bound
 from tao_harness.planner.certificate import certified_placement
 from tao_harness.planner.credit import best_credit_subsets, k_optimal_options
 from tao_harness.planner.dp import BudgetExceeded, exact_dp
@@ -199,3 +201,42 @@ def test_packing_orders_sums_lexicographically(
     packed_left, packed_right = (sum(packer.pack(values[i]) for i in side) for side in (left, right))
     assert packer.unpack(packed_left) == triple_sum(left)
     assert (packed_left < packed_right) == (triple_sum(left) < triple_sum(right))
+
+
+def best_by_credited_pairs(problem: Problem) -> dict[frozenset[tuple[int, int]], tuple[int, int, int, int]]:
+    """Brute force: per set of credited pairs a plan collects credit on, its best (K, R, T, N)."""
+    best: dict[frozenset[tuple[int, int]], tuple[int, int, int, int]] = {}
+    for rooms_of in itertools.product(range(-1, problem.m), repeat=problem.n):
+        placement = {i: b for i, b in enumerate(rooms_of) if b >= 0}
+        if not is_feasible(problem, placement):
+            continue
+        pairs = frozenset((i, b) for i, b in placement.items()
+                          if problem.values[i][b][0] > 0)  # type: ignore[index]
+        best[pairs] = max(best.get(pairs, (-1, 0, 0, 0)), objective(problem, placement))
+    return best
+
+
+def test_the_bound_around_each_k_optimal_option_holds_every_plan_holding_it() -> None:
+    """bound_holding(option) ≥ every plan collecting its credit on exactly that option's pairs, so the
+    best of them bounds the optimum; and it is never looser than the whole problem's surrogate."""
+    rng = random.Random(23)
+    tighter = 0
+    for _ in range(150):
+        problem = random_problem(rng, credit_nodes=rng.randint(0, 1))
+        if problem.n > 7:
+            continue
+        options = k_optimal_options(problem, 8)
+        if not options:
+            continue
+        best = best_by_credited_pairs(problem)
+        packer = Packer.for_problem(problem)
+        k_star = objective(problem, options[0])[0]
+        whole = lexicographic_bound(problem, packer, k_star)
+        for option in options:
+            around = bound_holding(problem, option, k_star)
+            held = best.get(frozenset(option.items()))
+            assert held is None or around >= held, (problem, option)
+            assert around <= whole
+            tighter += around < whole
+        assert max(bound_holding(problem, option, k_star) for option in options) >= brute_force(problem)
+    assert tighter >= 10  # (15 of these draws)

@@ -222,7 +222,8 @@ def test_node_limit_returns_an_unproven_feasible_placement() -> None:
 
 def test_a_crowded_residual_is_searched_and_matches_the_milp() -> None:
     """Eight rooms, half of them nearly full, 40 sessions: the certificate's bound is not reached, the
-    branch and bound proves the optimum (within its node limit, before the DP) and the MILP agrees."""
+    branch and bound proves the optimum (within its node limit, before the DP; since the root's choice is
+    split several ways, at its root) and the MILP agrees."""
     rng = random.Random(43)
     sizes = tuple(rng.randint(3, 20) for _ in range(40))
     values = tuple(((0, rng.randint(0, 1), 100 * w - rng.randint(0, 150)),) * 8 for w in sizes)
@@ -230,6 +231,6 @@ def test_a_crowded_residual_is_searched_and_matches_the_milp() -> None:
     problem = Problem(tuple(f"s{i}" for i in range(40)), tuple(f"r{b}" for b in range(8)), sizes, rooms,
                       values)
     solution = solve(problem, state_budget=20_000)
-    assert solution.solver == "dp" and not solution.fallback and 1 < solution.states <= 80
+    assert solution.solver == "dp" and not solution.fallback and 1 <= solution.states <= 80
     assert is_feasible(problem, solution.placement)
     assert objective(problem, dict(solution.placement)) == milp_lexicographic(problem)
