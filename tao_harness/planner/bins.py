@@ -32,7 +32,7 @@ from tao_harness.planner.split import split as split_into
 _MAX_CONTENTS = 200  # more ways to fill the smallest room than this: branch on one session instead
 _ROOT_TRIES = 16  # ways to split the root bound's choice (planner/split.py, ~0.1 ms each at 160 x 8): on
 # tight residuals it usually reaches the bound, and below the root the search's branching does the work
-_NODE_TRIES = 2  # below the root: the exact fills and best fit
+NODE_TRIES = 2  # below the root: the exact fills and best fit
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,15 +46,16 @@ class BranchResult:
 
 def solve_residual(
     problem: Problem, packer: Packer, incumbent: dict[int, int], cap: ReadyCap | None, node_limit: int,
-    deadline: Deadline | None = None,
+    deadline: Deadline | None = None, root_tries: int = _ROOT_TRIES,
 ) -> BranchResult:
     """Search the residual `problem` (every session worth the same on every node it may use) from
-    `incumbent`.
+    `incumbent`, the root bound's choice split `root_tries` ways (planner/split.py; a search again from a
+    better incumbent has the same root and need not try again).
 
     `cap` (R*, planner/ready_cap.py) tightens the root bound. Below the root the bound ignores R*: it
     stays valid, only looser (a choice that splits is feasible, so it never exceeds R*)."""
-    if packer.bits_without_k > INT64_BITS:
-        return BranchResult(incumbent, False, 0)
+    if packer.bits_without_k > INT64_BITS or (deadline is not None and deadline.passed()):
+        return BranchResult(incumbent, False, 0)  # (the root's bound alone costs ~1 ms at 160 x 8)
     size, rooms = list(problem.size), list(problem.room)
     allowed = eligibility(problem)
     all_rooms = dict(enumerate(rooms))
@@ -72,7 +73,7 @@ def solve_residual(
     value = total_value(problem, packer, incumbent)
     if value >= limit:
         return BranchResult(incumbent, True, 1)
-    search = _Search(size, gain, value, node_limit, deadline, allowed)
+    search = _Search(size, gain, value, node_limit, deadline, allowed, root_tries)
     try:
         search.visit(_Node(items, all_rooms, 0, {}, prefix), root)
     except SearchLimit:
@@ -97,9 +98,10 @@ class _Search:
 
     def __init__(
         self, size: list[int], gain: list[int], incumbent: int, node_limit: int, deadline: Deadline | None,
-        allowed: list[frozenset[int]] | None = None,
+        allowed: list[frozenset[int]] | None = None, root_tries: int = _ROOT_TRIES,
     ) -> None:
         self.size, self.gain, self.node_limit, self.deadline = size, gain, node_limit, deadline
+        self.root_tries = root_tries
         self.allowed = allowed  # per session, the rooms it may use (None: every session every room)
         self.best = incumbent  # the value to beat
         self.found: dict[int, int] | None = None  # the best placement worth more than the incumbent
@@ -120,7 +122,7 @@ class _Search:
         if node.value + bound.value <= self.best:
             return
         room_ids = list(node.rooms)
-        tries = _ROOT_TRIES if self.nodes == 1 else _NODE_TRIES
+        tries = self.root_tries if self.nodes == 1 else NODE_TRIES
         split, left = _split(bound.chosen, self.size, room_ids, rooms, self.allowed, tries)
         if not left:
             self.best = node.value + bound.value

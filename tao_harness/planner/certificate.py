@@ -34,7 +34,8 @@ from tao_harness.planner.problem import Packer, Problem
 from tao_harness.planner.split import best_fit, split as split_into
 
 INT64_BITS = 62  # packed values must stay below 2^62 so sums of two never overflow int64
-_SPLIT_TRIES = 16  # ways to split the surrogate's choice tried (planner/split.py; ~0.1 ms each at 160 x 8)
+_SPLIT_TRIES = 4  # ways to split the surrogate's choice tried (planner/split.py; ~0.1 ms each at 160 x 8):
+# few, as the residual's search tries sixteen on its own root bound's (tighter) choice right after
 
 
 def surrogate_knapsack(items: list[int], size: list[int], gain: list[int], capacity: int) -> list[int]:

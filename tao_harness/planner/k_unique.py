@@ -29,6 +29,7 @@ from tao_harness.planner.problem import Problem
 _ROUNDS = 6  # probes at most (each after fixing what the last one left one way)
 _STEPS = 30  # subgradient steps before each probe, stopping once L(λ) reaches K*
 _FIRST_STEP = 1.5  # the first step, as a share of the Polyak step (as the K level's search)
+_ENUMERATION_NODES = 2_000  # steps of the listing of the K-optimal placements (~1 µs each)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,8 @@ class CommonPairs:
 
     pairs: dict[int, int]  # credited session -> node, held by every K-optimal placement
     complete: bool  # no session was left open: these are the only credited pairs of any K-optimal placement
+    open: dict[int, tuple[int, ...]]  # every other credited session a K-optimal placement may place: the
+    # credit nodes it may use there (it may also sit on none of them)
 
     def only(self, placement: dict[int, int]) -> bool:
         """Whether `placement`'s credited pairs are those of every K-optimal placement."""
@@ -48,9 +51,9 @@ def k_common_pairs(problem: Problem, k_star: int, deadline: Deadline | None = No
     probes and the deadline get; none proven: empty)."""
     credit = credit_matrix(problem)
     if not any(credit):
-        return CommonPairs({}, True)  # no credit anywhere: no K-optimal placement holds a credited pair
+        return CommonPairs({}, True, {})  # no credit anywhere: no K-optimal placement holds a credited pair
     step = credit_step(credit)
-    arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size, dtype=np.int64))
+    start = arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size, dtype=np.int64))
     lam = starting_multipliers(credit, problem.n, shared_sessions(credit))  # per problem session
     fixed: dict[int, int] = {}
     fixed_value = 0
@@ -62,13 +65,75 @@ def k_common_pairs(problem: Problem, k_star: int, deadline: Deadline | None = No
         lam[arrays.sessions] = steps.multipliers
         outcome = probe(arrays, steps.multipliers, fixed_value, k_star - step, step, deadline)
         if outcome is not None and outcome.settled:
-            return CommonPairs({}, False)  # K* out of reach: it is not (rounding); trust nothing
+            return CommonPairs({}, False, _ways(start))  # K* out of reach: it is not (rounding); trust nothing
         if outcome is None or not outcome.narrowed:
-            return CommonPairs(fixed, False)  # out of time, or some session open two ways
+            return CommonPairs(fixed, False, _ways(arrays))  # out of time, or some session open two ways
         restricted = arrays.restricted(outcome.place, outcome.drop)
         if restricted is None:
-            return CommonPairs({}, False)  # the fixed sessions overflow a room: as settled
+            return CommonPairs({}, False, _ways(start))  # the fixed sessions overflow a room: as settled
         arrays, newly, value = restricted
         fixed.update(newly)
         fixed_value += value
-    return CommonPairs(fixed, not len(arrays.sessions))
+    return CommonPairs(fixed, not len(arrays.sessions), _ways(arrays))
+
+
+def _ways(arrays: DualArrays) -> dict[int, tuple[int, ...]]:
+    """Per session of `arrays` (problem index), the nodes of its open pairs."""
+    ways: dict[int, list[int]] = {}
+    for s, b in zip(arrays.pair_session.tolist(), arrays.pair_node.tolist()):
+        ways.setdefault(int(arrays.sessions[s]), []).append(b)
+    return {i: tuple(nodes) for i, nodes in ways.items()}
+
+
+def k_optimal_placements(problem: Problem, common: CommonPairs, k_star: int, limit: int
+                         ) -> list[dict[int, int]] | None:
+    """Every K-optimal placement (credited pairs collecting `k_star`): the common pairs plus, for each open
+    session, one of its open credit nodes or none; None when there are more than `limit` (or listing
+    them takes more than `_ENUMERATION_NODES` steps).
+
+    Complete because no K-optimal placement uses a way the probes closed. A depth-first enumeration,
+    sessions with the most credit first, cut where what is left cannot make up K* or a room overflows."""
+    rooms = list(problem.room)
+    for i, b in common.pairs.items():
+        rooms[b] -= problem.size[i]
+    need = k_star - sum(problem.values[i][b][0] for i, b in common.pairs.items())  # type: ignore[index]
+    ways = [(i, sorted(((problem.values[i][b][0], b) for b in nodes), reverse=True))  # type: ignore[index]
+            for i, nodes in common.open.items()]
+    ways.sort(key=lambda way: -way[1][0][0])
+    most = [0] * (len(ways) + 1)  # the most credit the sessions from position j on can add
+    for j in range(len(ways) - 1, -1, -1):
+        most[j] = most[j + 1] + ways[j][1][0][0]
+    found: list[dict[int, int]] = []
+    chosen: dict[int, int] = {}
+    visits = [0]
+
+    def visit(j: int, collected: int) -> None:
+        visits[0] += 1
+        if visits[0] > _ENUMERATION_NODES:
+            raise _TooMany  # many open sessions, few of their combinations reaching K*: too long to list
+        if collected + most[j] < need:
+            return
+        if j == len(ways):
+            found.append({**common.pairs, **chosen})
+            if len(found) > limit:
+                raise _TooMany
+            return
+        i, options = ways[j]
+        for k, b in options:
+            if problem.size[i] <= rooms[b] and collected + k <= need:
+                rooms[b] -= problem.size[i]
+                chosen[i] = b
+                visit(j + 1, collected + k)
+                del chosen[i]
+                rooms[b] += problem.size[i]
+        visit(j + 1, collected)  # on none of its credit nodes
+
+    try:
+        visit(0, 0)
+    except _TooMany:
+        return None
+    return found
+
+
+class _TooMany(Exception):
+    """More K-optimal placements than the caller asked for."""

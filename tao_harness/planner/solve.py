@@ -29,14 +29,14 @@ from __future__ import annotations
 from typing import Literal
 
 from tao_harness.planner.bfd import best_fit_decreasing
-from tao_harness.planner.bins import solve_residual
+from tao_harness.planner.bins import NODE_TRIES, solve_residual
 from tao_harness.planner.bound import bound_holding, lexicographic_bound
 from tao_harness.planner.certificate import Certificate, certified_placement, residual_problem
 from tao_harness.planner.credit import k_optimal_options
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.dp import BudgetExceeded, exact_dp
 from tao_harness.planner.improve import improve
-from tao_harness.planner.k_unique import k_common_pairs
+from tao_harness.planner.k_unique import k_common_pairs, k_optimal_placements
 from tao_harness.planner.lagrange import k_level
 from tao_harness.planner.problem import Packer, Problem, Solution, objective, total_value
 from tao_harness.planner.ready_cap import max_ready
@@ -94,7 +94,8 @@ def _solve_exact(problem: Problem, packer: Packer, state_budget: int, deadline: 
 
 
 def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline: Deadline | None) -> Solution:
-    """The Lagrangian K level, the rest packed around it, then (small problems) the whole DP."""
+    """The Lagrangian K level, the rest packed around it (around each K-optimal placement, when the
+    probes leave a few), then (small problems) the whole DP."""
     level = k_level(problem, None if deadline is None else deadline.share(_K_SHARE))
     rest = None if deadline is None else deadline.share(_REST_SHARE, _REST_S)
     # twins swap only within K-optimal placements: around one short of K* a twin may hold credit elsewhere
@@ -110,8 +111,17 @@ def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline
         if not around.fallback and common.only(forced):
             # the best plan holding the only K-optimal credited pairs: the optimum
             return Solution(placement, "dp", states=states, bound=objective(problem, placement))
-        # every K-optimal plan holds the common pairs: the rest around them bounds its (R, T, N)
-        bound = min(bound, bound_holding(problem, common.pairs, level.bound))
+        options = None if common.complete else k_optimal_placements(problem, common, level.value, _TIE_OPTIONS)
+        if options and forced in options:
+            # every K-optimal plan holds one of them: the best plan around each, as the certificate's ties,
+            # in what the search around `forced` left of the rest's time
+            finished = _around_each(problem, packer, options, forced, around, state_budget, rest)
+            placement, states = dict(finished.placement), states + finished.states
+            if not finished.fallback:
+                return Solution(placement, "dp", states=states, bound=objective(problem, placement))
+            bound = min(bound, max(bound_holding(problem, option, level.bound) for option in options))
+        else:  # every K-optimal plan holds the common pairs: the rest around them bounds its (R, T, N)
+            bound = min(bound, bound_holding(problem, common.pairs, level.bound))
         if objective(problem, placement) == bound:
             return Solution(placement, "dp", states=states, bound=bound)
     if problem.n > _WHOLE_DP_SESSIONS:
@@ -123,6 +133,23 @@ def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline
         return Solution(placement, "lagrange", states=states + exc.states, fallback=True, bound=bound)
     solved = placement if better is None else better
     return Solution(solved, "dp", states=states + more, bound=objective(problem, solved))
+
+
+def _around_each(problem: Problem, packer: Packer, options: list[dict[int, int]], searched: dict[int, int],
+                 around: Solution, state_budget: int, rest: Deadline | None) -> Solution:
+    """The best plan around each K-optimal placement of `options` (`around` is the one around `searched`,
+    done already) as far as `rest` allows; `fallback` unless each was proven the best around its placement."""
+    solutions, unfinished = [around], False
+    for option in options:
+        if option == searched:
+            continue
+        if rest is not None and rest.passed():
+            unfinished = True  # the options left are not searched: no proof
+            break
+        solutions.append(_complete(problem, packer, option, state_budget, rest))
+    best = max(solutions, key=lambda s: total_value(problem, packer, s.placement))
+    return Solution(best.placement, best.solver, states=sum(s.states for s in solutions[1:]),
+                    fallback=unfinished or any(s.fallback for s in solutions))
 
 
 def _complete(
@@ -179,7 +206,8 @@ def _solve_residual(
     nodes = searched.nodes
     if not searched.proven:
         sub_incumbent = improve(sub, sub_packer, searched.placement, deadline=deadline)
-        searched = solve_residual(sub, sub_packer, sub_incumbent, cap, _BRANCH_NODES - nodes, deadline)
+        searched = solve_residual(sub, sub_packer, sub_incumbent, cap, _BRANCH_NODES - nodes, deadline,
+                                  root_tries=NODE_TRIES)  # the same root as the first search's
         nodes += searched.nodes
     if searched.proven:
         return Solution(placement=_lift(certificate, back, searched.placement), solver="dp", states=nodes)

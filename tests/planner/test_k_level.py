@@ -15,7 +15,7 @@ from tao_harness.planner.fill import node_fills
 from tao_harness.planner.k_arrays import DualArrays
 from tao_harness.planner.k_lp import k_relaxation
 from tao_harness.planner.k_polish import polish_placement
-from tao_harness.planner.k_unique import k_common_pairs
+from tao_harness.planner.k_unique import k_common_pairs, k_optimal_placements
 from tao_harness.planner.knapsack import knapsack
 from tao_harness.planner.lagrange import credit_matrix, k_level
 from tao_harness.planner.problem import Problem, build_problem, is_feasible
@@ -228,3 +228,23 @@ def test_the_common_pairs_are_in_every_k_optimal_placement_and_bound_the_rest() 
         assert bound_holding(problem, common.pairs, level.value) >= brute_force(problem), snapshot.to_json()
         partial += len(truth) > 1 and bool(pairs)
     assert partial >= 15, partial  # 22 of these draws
+
+
+def test_the_listed_k_optimal_placements_are_all_of_them() -> None:
+    """Where the probes leave sessions open, the listing gives every K-optimal placement and nothing else
+    (enumeration), or None past its limit."""
+    rng = random.Random(71)
+    listed = 0
+    for _ in range(300):
+        snapshot = SHAPES[rng.choice(["multi", "all", "everywhere", "copies", "forks"])](
+            rng, rng.randint(2, 6), rng.randint(2, 3))
+        problem = build_problem(snapshot, snapshot.waiting)
+        level = k_level(problem)
+        placements = k_optimal_placements(problem, k_common_pairs(problem, level.value), level.value, 8)
+        if placements is None:
+            continue
+        truth = k_optimal_credited_pairs(problem)
+        assert {frozenset(p.items()) for p in placements} == truth, snapshot.to_json()
+        assert len(placements) == len(truth)
+        listed += len(truth) > 1
+    assert listed >= 25, listed  # 36 of these draws
