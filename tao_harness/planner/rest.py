@@ -1,0 +1,117 @@
+"""The best plan holding a K placement: the certificate around it, else its residual searched.
+
+planner/solve.py fixes a K-optimal placement (the certificate's K-optimal subsets, or the Lagrangian K
+level's placement) and needs the best plan holding it. The certificate (planner/certificate.py) packs
+the other sessions by the surrogate bound and proves it when the bound's choice splits into the rooms.
+When it does not, the residual (the other sessions, worth (0, r, t) wherever they may go, in the rooms
+left) is searched: without eligibility subsets R*, the most ready sessions any plan admits, is settled by
+packing the smallest ready sessions (planner/ready_cap.py) and seeds the incumbent; with them the
+incumbent is repaired room by room first (planner/improve.py). A bin-completion branch and bound under
+the nested bound (planner/bins.py) settles most residuals within a small node limit: a short search
+first, then, from its best placement repaired, the rest of the limit. What it leaves goes to the
+capacity-state DP (planner/dp.py).
+"""
+
+from __future__ import annotations
+
+from tao_harness.planner.bins import NODE_TRIES, solve_residual
+from tao_harness.planner.certificate import Certificate, certified_placement, residual_problem
+from tao_harness.planner.deadline import Deadline
+from tao_harness.planner.dp import BudgetExceeded, exact_dp
+from tao_harness.planner.improve import improve
+from tao_harness.planner.problem import Packer, Problem, Solution, total_value
+from tao_harness.planner.ready_cap import max_ready
+from tao_harness.planner.split import best_fit
+
+_BRANCH_NODES = 80  # nested bounds the residual's branch and bound may evaluate (~0.2 ms each)
+_QUICK_NODES = 16  # of which the first search, before the incumbent is repaired (enough for most)
+
+
+def complete_around(
+    problem: Problem, packer: Packer, forced: dict[int, int], state_budget: int, deadline: Deadline | None
+) -> Solution:
+    """`forced` plus the other sessions, packed as well as the deadline allows; `fallback` unless it is
+    proven the best plan holding `forced` (with the other sessions worth (0, r, t))."""
+    certificate = certified_placement(problem, packer, forced)
+    if certificate is None:  # packed values past int64 (the surrogate and the search add them): best fit
+        rooms = list(problem.room)
+        for i, b in forced.items():
+            rooms[b] -= problem.size[i]
+        allowed = {i: [b for b, v in enumerate(row) if v is not None] for i, row in enumerate(problem.values)}
+        others = [i for i in range(problem.n) if i not in forced]
+        extra, _ = best_fit(others, list(problem.size), rooms, allowed)
+        return Solution({**forced, **extra}, "bfd", fallback=True)
+    return solve_certified(problem, packer, certificate, state_budget, deadline)
+
+
+def solve_certified(
+    problem: Problem, packer: Packer, certificate: Certificate, state_budget: int, deadline: Deadline | None
+) -> Solution:
+    """The best plan holding `certificate.forced`: the certificate's, or the residual finished."""
+    if certificate.proven:
+        return Solution(placement=certificate.placement, solver="dp")
+    return _solve_residual(problem, packer, certificate, state_budget, deadline)
+
+
+def _solve_residual(
+    problem: Problem, packer: Packer, certificate: Certificate, state_budget: int, deadline: Deadline | None
+) -> Solution:
+    """What the certificate left open (the sessions outside its forced K-optimal placements): branch
+    and bound, then the DP; the certificate's placement is the first incumbent."""
+    if deadline is not None and deadline.passed():  # credit ties: the K-optimal options before took the time
+        return Solution(placement=certificate.placement, solver="split", fallback=True)
+    sub, back = residual_problem(problem, certificate.forced)
+    sub_packer = Packer.for_problem(sub)
+    forward = {i: k for k, i in enumerate(back)}
+    sub_incumbent = {forward[i]: b for i, b in certificate.placement.items() if i not in certificate.forced}
+    if sub.restricted:
+        # with eligibility subsets a large residual's search (~0.5 ms a node at 160 x 8) often ends
+        # unproven on the incumbent it started from: repaired first (~0.3 ms there), that is never worse
+        # than the repair alone the planner used to return
+        sub_incumbent = improve(sub, sub_packer, sub_incumbent, passes=1, deadline=deadline)
+    cap = None  # R* by packing the smallest ready sessions: with eligibility subsets that proves nothing
+    if not sub.restricted:
+        cap = max_ready([k for k in range(sub.n) if sub.values[k][0][1] == 1], list(sub.size), list(sub.room))
+    if cap is not None:
+        seeded = _fill_around(sub, sub_packer, cap.placement)
+        if total_value(sub, sub_packer, seeded) > total_value(sub, sub_packer, sub_incumbent):
+            sub_incumbent = seeded
+    # a short search settles most residuals; the rest get the repaired incumbent (it prunes more)
+    searched = solve_residual(sub, sub_packer, sub_incumbent, cap, _QUICK_NODES, deadline)
+    nodes = searched.nodes
+    if not searched.proven:
+        sub_incumbent = improve(sub, sub_packer, searched.placement, deadline=deadline)
+        searched = solve_residual(sub, sub_packer, sub_incumbent, cap, _BRANCH_NODES - nodes, deadline,
+                                  root_tries=NODE_TRIES)  # the same root as the first search's
+        nodes += searched.nodes
+    if searched.proven:
+        return Solution(placement=_lift(certificate, back, searched.placement), solver="dp", states=nodes)
+    if searched.placement != sub_incumbent:  # else it is the repaired incumbent already
+        sub_incumbent = improve(sub, sub_packer, searched.placement, deadline=deadline)
+    if deadline is not None and deadline.passed():  # the DP's set-up alone would overrun it
+        return Solution(placement=_lift(certificate, back, sub_incumbent), solver="split", states=nodes,
+                        fallback=True)
+    try:
+        better, states = exact_dp(sub, sub_packer, state_budget, total_value(sub, sub_packer, sub_incumbent),
+                                  ready_cap=None if cap is None else cap.count, deadline=deadline)
+    except BudgetExceeded as exc:
+        return Solution(placement=_lift(certificate, back, sub_incumbent), solver="split",
+                        states=nodes + exc.states, fallback=True)
+    solved = sub_incumbent if better is None else better
+    return Solution(placement=_lift(certificate, back, solved), solver="dp", states=nodes + states)
+
+
+def _lift(certificate: Certificate, back: list[int], placement: dict[int, int]) -> dict[int, int]:
+    """A residual placement as a placement of the whole problem: the forced part plus it."""
+    return {**certificate.forced, **{back[k]: b for k, b in placement.items()}}
+
+
+def _fill_around(problem: Problem, packer: Packer, placed: dict[int, int]) -> dict[int, int]:
+    """`placed` plus the other sessions, highest value first, best-fit into the rooms left."""
+    left = list(problem.room)
+    for i, b in placed.items():
+        left[b] -= problem.size[i]
+    gains = [packer.pack(row[0]) if row[0] is not None else 0 for row in problem.values]
+    others = sorted((i for i in range(problem.n) if i not in placed), key=lambda i: (-gains[i], i))
+    extra, _ = best_fit(others, list(problem.size), left)
+    return {**placed, **extra}
