@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +29,15 @@ class NestedBound:
 
     value: int  # ≥ the value of every feasible placement
     chosen: list[int]  # items whose gains sum to `value`; not necessarily splittable into the rooms
+
+
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """The walk back through the table for one run of items: which item raised which entry."""
+
+    items: tuple[int, ...]  # in the order added (largest first)
+    take: np.ndarray  # bool[len(items), table]: take[j, c] = item j raised best[c]
+    caps: np.ndarray  # int64[len(items)]: the cap when item j was added
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +52,7 @@ class Prefix:
     big_rooms: tuple[int, ...]  # the rooms larger than cut, sorted: the prefix serves only these
     best: np.ndarray  # the table after the larger items (read-only; users copy it)
     reach: int  # subset-sum bitset of the larger items' sizes
-    taken: tuple[tuple[int, np.ndarray, int], ...]  # per larger item taken into the table: the walk back
+    taken: tuple[Taken, ...]  # the walk back through the larger items
 
 
 def nested_prefix(items: list[int], size: list[int], gain: list[int], rooms: list[int], cut: int) -> Prefix:
@@ -74,18 +84,22 @@ def nested_bound(
     best, reach, taken = _start(items, size, gain, rooms, prefix, record=True)
     total = sum(_fills(reach, rooms))
     chosen, c = [i for i in items if size[i] == 0], total
-    for i, take, cap in reversed(taken or []):
-        c = min(c, cap)  # the table past an earlier cap repeated best[cap]
-        w = size[i]
-        if c >= w and take[c - w]:
-            chosen.append(i)
-            c -= w
+    for run in reversed(taken or []):
+        for j in range(len(run.items) - 1, -1, -1):
+            i = run.items[j]
+            w = size[i]
+            if w == 0:
+                continue  # chosen already
+            c = min(c, int(run.caps[j]))  # the table past an earlier cap repeated best[cap]
+            if c >= w and run.take[j, c]:
+                chosen.append(i)
+                c -= w
     return NestedBound(int(best[total]), chosen)
 
 
 def _start(
     items: list[int], size: list[int], gain: list[int], rooms: list[int], prefix: Prefix | None, record: bool
-) -> tuple[np.ndarray, int, list[tuple[int, np.ndarray, int]] | None]:
+) -> tuple[np.ndarray, int, list[Taken] | None]:
     if prefix is None:
         fresh = np.zeros(sum(rooms) + 1, dtype=np.int64)
         return _run(items, size, gain, rooms, fresh, 1, [] if record else None)
@@ -103,36 +117,60 @@ def _fills(reach: int, rooms: list[int]) -> list[int]:
 
 def _run(
     items: list[int], size: list[int], gain: list[int], rooms: list[int], best: np.ndarray, reach: int,
-    taken: list[tuple[int, np.ndarray, int]] | None,
-) -> tuple[np.ndarray, int, list[tuple[int, np.ndarray, int]] | None]:
+    taken: list[Taken] | None,
+) -> tuple[np.ndarray, int, list[Taken] | None]:
     """Add `items` to the table largest first, each under cap = Σ fills of the items so far; record the
     walk back in `taken` unless it is None (only the value is wanted).
 
     The cap only counts items already seen, which is valid: what a feasible choice puts from them on a
     room is a subset of them fitting that room. best[c] is the most gain with total ≤ c for c ≤ cap;
-    past the cap the table is not kept, and it is extended with best[cap] when the cap grows."""
+    past the cap the table is not kept, and it is extended with best[cap] when the cap grows. The caps
+    come from the subset-sum bitset here (Python ints: a shift and an or per item); the table's passes,
+    one per item over up to Σ rooms entries, are compiled (`_table`: in numpy they were most of a
+    residual search's time at 160 x 8)."""
     masks = [(1 << (room + 1)) - 1 for room in rooms]  # bits 0..room: the totals a room can hold
     everything = max(masks, default=1)
     fill = _fills(reach, rooms)
-    cap = sum(fill)
+    start_cap = cap = sum(fill)
     open_rooms = [b for b in range(len(rooms)) if fill[b] < rooms[b]]  # a full room stays full
-    for i in sorted(items, key=lambda i: (-size[i], i)):
+    order = sorted(items, key=lambda i: (-size[i], i))
+    caps = []
+    for i in order:
         w = size[i]
-        if w == 0:
-            best += gain[i]
-            continue
-        reach = (reach | (reach << w)) & everything
-        if open_rooms:
-            for b in open_rooms:
-                fill[b] = (reach & masks[b]).bit_length() - 1
-            open_rooms = [b for b in open_rooms if fill[b] < rooms[b]]
-        grown = sum(fill)
-        if grown > cap:
-            best[cap + 1:grown + 1] = best[cap]
-            cap = grown
-        if w <= cap:
-            cand = best[:cap + 1 - w] + gain[i]  # a new array, so writing into best[w:] cannot alias it
-            if taken is not None:
-                taken.append((i, cand > best[w:cap + 1], cap))
-            np.maximum(best[w:cap + 1], cand, out=best[w:cap + 1])
+        if w:
+            reach = (reach | (reach << w)) & everything
+            if open_rooms:
+                for b in open_rooms:
+                    fill[b] = (reach & masks[b]).bit_length() - 1
+                open_rooms = [b for b in open_rooms if fill[b] < rooms[b]]
+            cap = max(cap, sum(fill))
+        caps.append(cap)
+    cap_array = np.array(caps, dtype=np.int64)
+    take = _table(np.array([size[i] for i in order], dtype=np.int64),
+                  np.array([gain[i] for i in order], dtype=np.int64), cap_array, start_cap, best, taken is not None)
+    if taken is not None:
+        taken.append(Taken(tuple(order), take, cap_array))
     return best, reach, taken
+
+
+@njit(cache=True)
+def _table(sizes: np.ndarray, gains: np.ndarray, caps: np.ndarray, cap: int, best: np.ndarray,
+           record: bool) -> np.ndarray:
+    """The table's passes (see `_run`), in place on `best`; take[j, c]: item j raised best[c] (only when
+    `record`, else an empty array)."""
+    take = np.zeros((sizes.shape[0] if record else 0, best.shape[0]), dtype=np.bool_)
+    for j in range(sizes.shape[0]):
+        w, g = sizes[j], gains[j]
+        if w == 0:
+            best += g  # a session of no size is always taken
+            continue
+        if caps[j] > cap:
+            best[cap + 1:caps[j] + 1] = best[cap]
+            cap = caps[j]
+        for c in range(cap, w - 1, -1):  # downwards: best[c - w] is still without item j
+            candidate = best[c - w] + g
+            if candidate > best[c]:
+                best[c] = candidate
+                if record:
+                    take[j, c] = True
+    return take

@@ -19,6 +19,7 @@ from tao_harness.planner.k_dual import dual_steps, forced_tables, probe
 from tao_harness.planner.k_mip import k_branch_and_cut
 from tao_harness.planner.k_polish import polish_placement
 from tao_harness.planner.knapsack import knapsack_kernel
+from tao_harness.planner.nested import nested_bound, nested_value
 
 
 @cache
@@ -35,3 +36,5 @@ def warm_up() -> None:
     polish_placement(arrays, {0: 0})
     k_branch_and_cut(arrays, {0: 0}, 1, 1.0)  # HiGHS's first MIP in a process starts its scheduler (~40 ms)
     surrogate_knapsack([0, 1], [1, 2], [1, 2], 2)
+    nested_bound([0, 1], [1, 2], [1, 2], [2])  # the compiled table, recording the walk back and not
+    nested_value([0, 1], [1, 2], [1, 2], [2])
