@@ -7,8 +7,9 @@ below K̄ in K, or equal in K and below in the rest. The (R, T, N) part is the s
 all sessions: every node's room merged into one bin (each room first cut to the fullest fill any subset
 of sessions reaches), each session worth its best (r, t, 1), solved as one 1-D knapsack on the packed
 value; on large problems its LP relaxation (weaker, much cheaper) instead. When every plan reaching K̄
-holds one of a few known K-placements (the certificate's K-optimal options), `bound_holding` bounds the
-rest around each instead.
+holds a known placement (the general path's common pairs, planner/k_unique.py) or one of a few (the
+certificate's K-optimal options, or the K-optimal placements listed), `bound_holding` bounds the rest
+around it, or around each, instead.
 """
 
 from __future__ import annotations

@@ -10,7 +10,11 @@ fixed to it, the problem restricted, the multipliers refreshed and the rest prob
 fixed on a node are in every K-optimal placement, whenever the rounds stop; when no session is left
 open they are the only K-optimal credited pairs. Either way they bound the rest of every K-optimal plan
 (planner/bound.py's `bound_holding`): on `all` snapshots at 160 x 8, where credit ties leave a few
-sessions open, that bound alone is the plan's value in half of the unproven ones.
+sessions open, that bound alone is the plan's value in half of the unproven ones. And the few open
+sessions' ways left can be listed: every K-optimal placement is the common pairs plus one open way (or
+none) of each open session, so when few combinations reach K*, `k_optimal_placements` gives all of them
+(on `all` at 160 x 8, at most four in about half of the snapshots the probes leave open) and
+planner/solve.py searches the rest around each.
 """
 
 from __future__ import annotations
