@@ -49,6 +49,9 @@ _K_SHARE = 0.85  # of the deadline, for the K level on the general path (K comes
 _REST_SHARE = 0.3  # of the time left, for the search of (R, T, N) once K is settled: K is what matters most,
 # and past a few milliseconds that search rarely finishes on large problems (the plan keeps its proven gap)
 _REST_S = 0.003  # and at most this, whatever the deadline
+_COMMON_S = 0.006  # at most, for the probes finding the pairs every K-optimal placement holds: with
+# credit on several nodes for every session (160 x 8) they take 3-4 ms, and cut at 3 ms they proved none
+# of 10 independent snapshots that they prove all of at 6 (each then optimal)
 _WHOLE_DP_SESSIONS = 30  # the general path's last try, the whole problem's DP, only up to this many
 
 
@@ -103,7 +106,7 @@ def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline
         return Solution(placement, "dp", states=states, bound=bound)
     if level.proven:
         common = k_common_pairs(problem, level.value, None if deadline is None else
-                                deadline.share(_REST_SHARE, _REST_S))
+                                deadline.share(_REST_SHARE, _COMMON_S))
         if not around.fallback and common.only(forced):
             # the best plan holding the only K-optimal credited pairs: the optimum
             return Solution(placement, "dp", states=states, bound=objective(problem, placement))
