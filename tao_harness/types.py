@@ -32,11 +32,17 @@ def _number(value: Any, where: str, *, minimum: float | None = 0.0) -> float:
     return float(value)
 
 
-def _integer(value: Any, where: str, *, minimum: int = 0) -> int:
+MAX_TOKENS = 2 ** 40  # a trillion: far past any context or KV cache, and low enough that the planner's
+# float sums of credits (thousands of sessions) stay exact integers below 2^53 and its packed sums in int64
+
+
+def _integer(value: Any, where: str, *, minimum: int = 0, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise SnapshotError(f"{where}: expected an integer, got {value!r}")
     if value < minimum:
         raise SnapshotError(f"{where}: must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise SnapshotError(f"{where}: must be <= {maximum} (2^40 tokens), got {value}")
     return value
 
 
@@ -132,8 +138,9 @@ class NodeState:
 
     def __post_init__(self) -> None:
         _text(self.id, "id")
-        for name in ("capacity_tokens", "used_tokens", "running_requests", "waiting_requests",
-                     "active_tokens"):
+        for name in ("capacity_tokens", "used_tokens", "active_tokens"):
+            _integer(getattr(self, name), name, maximum=MAX_TOKENS)
+        for name in ("running_requests", "waiting_requests"):
             _integer(getattr(self, name), name)
         if not 0.0 <= _number(self.kv_usage, "kv_usage") <= 1.0:
             raise SnapshotError(f"kv_usage: must be within 0..1, got {self.kv_usage!r}")
@@ -164,7 +171,7 @@ class CacheEntry:
     observed_at: float  # when it was observed, in the snapshot's clock (seconds)
 
     def __post_init__(self) -> None:
-        _integer(self.tokens, "tokens")
+        _integer(self.tokens, "tokens", maximum=MAX_TOKENS)
         _number(self.observed_at, "observed_at", minimum=None)
 
     def credit(self, now: float, half_life_s: float) -> int:
@@ -197,7 +204,7 @@ class SessionView:
 
     def __post_init__(self) -> None:
         _text(self.id, "id")
-        _integer(self.tokens, "tokens")
+        _integer(self.tokens, "tokens", maximum=MAX_TOKENS)
         _integer(self.shared_tokens, "shared_tokens")
         if self.shared_tokens > self.tokens:
             raise SnapshotError(f"shared_tokens: {self.shared_tokens} exceeds tokens {self.tokens}")

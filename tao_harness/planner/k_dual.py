@@ -23,7 +23,7 @@ from numba import njit
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.k_arrays import OPEN, DualArrays
 from tao_harness.planner.k_polish import polish
-from tao_harness.planner.knapsack import knapsack_kernel
+from tao_harness.planner.knapsack import float_slack, knapsack_kernel
 
 _SLACK = 0.003  # how far below the best raw repair so far a repair is still polished (measured on the
 # everywhere shape, 160 x 8: 0 polishes too few, every repair costs a third more time for no better K)
@@ -32,7 +32,6 @@ _CHECK_EVERY_S = 0.0003  # time between deadline checks: a chunk is as many step
 # steps overran a 30 ms deadline by 40 ms there)
 _CHUNK_MAX = 8  # steps per chunk at most
 _STALL = 4  # steps without a better bound before the step size halves
-EPS = 1e-6  # float slack when flooring the bound (profits are integers below 2^53)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +120,7 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
         for s in range(n):
             if shared[s]:
                 bound += lam[s]
-        if bound < best_bound - EPS:
+        if bound < best_bound - float_slack(best_bound):
             best_bound, stall = bound, 0
             best_lam[:] = lam
         else:
@@ -153,7 +152,7 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
         value = raw
         # polished when the raw repair does not reach the bound already and is near the best raw one (a
         # polish costs a few knapsacks; most repairs far below the best do not polish into a better one)
-        below_bound = fixed_value + raw < math.floor(best_bound + EPS) // step * step
+        below_bound = fixed_value + raw < math.floor(best_bound + float_slack(best_bound)) // step * step
         if below_bound and raw >= best_raw * (1 - _SLACK):
             value = polish(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair,
                            pair_node, by_credit, at)
@@ -164,7 +163,7 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
                 best_placement[s] = pair_node[at[s]] if at[s] >= 0 else -1
             if fixed_value + value > best_value:
                 best_value = fixed_value + value
-        if math.floor(best_bound + EPS) // step * step <= best_value or best_value >= ceiling:
+        if math.floor(best_bound + float_slack(best_bound)) // step * step <= best_value or best_value >= ceiling:
             done = True
             break
         norm = 0.0
@@ -263,6 +262,7 @@ def _ways(size, room, node_start, pair_session, pair_credit, rank_start, rank_pa
     for s in range(n):
         if shared[s]:
             total += lam[s]
+    slack = float_slack(total)  # every way's bound is a sum of that magnitude
     place = np.full(n, OPEN, dtype=np.int64)
     drop = np.zeros(pairs, dtype=np.bool_)
     split_session, split_ways, split_top = -1, 0, np.inf
@@ -283,7 +283,7 @@ def _ways(size, room, node_start, pair_session, pair_credit, rank_start, rank_pa
                 raw = total - (node_value[b] - forced_in[q]) - (out_total - loss_out)
             else:
                 raw = total - lam[s] - out_total
-            bound = np.floor(raw + EPS) // step * step
+            bound = np.floor(raw + slack) // step * step
             bounds[r - lo] = bound
             if bound > best_value:
                 alive += 1

@@ -9,10 +9,21 @@ compiles it, about a second.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
-_EPS = 1e-6  # float slack in the reduction's comparisons (profits are integers minus multipliers)
+_EPS = 1e-6  # float slack in comparisons of sums of profits (integers minus multipliers) ...
+_RELATIVE_EPS = 2.0 ** -40  # ... plus this share of their magnitude: a float sum of up to ~2^11 terms errs
+# by at most 2^-42 of it (with credits of 2^36 an absolute 1e-6 alone closed a way a K-optimal plan takes)
+
+
+@njit(cache=True)
+def float_slack(magnitude: float) -> float:
+    """The slack for comparing float sums of profits of this magnitude with each other (or flooring one);
+    an infinite one (no bound yet) compares as it is."""
+    return _EPS + _RELATIVE_EPS * abs(magnitude) if math.isfinite(magnitude) else _EPS
 
 
 def knapsack(items: list[int], size: tuple[int, ...], profit: dict[int, float], room: int
@@ -71,13 +82,14 @@ def knapsack_kernel(size: np.ndarray, profit: np.ndarray, room: int) -> tuple[fl
             left -= size[j]
     free = np.empty(count, dtype=np.int64)
     free_count, cap = 0, room
+    slack = float_slack(upper)
     for k in range(count):
         j = order[k]
-        if k < brk and upper - profit[j] + break_ratio * size[j] < lower - _EPS:
+        if k < brk and upper - profit[j] + break_ratio * size[j] < lower - slack:
             take[j] = True
             value += profit[j]
             cap -= size[j]
-        elif k < brk or upper + profit[j] - break_ratio * size[j] >= lower - _EPS:
+        elif k < brk or upper + profit[j] - break_ratio * size[j] >= lower - slack:
             free[free_count] = j
             free_count += 1
     free = free[:free_count]

@@ -60,9 +60,10 @@ from tao_harness.planner.fill import node_fills
 from tao_harness.planner.improve import Improver
 from tao_harness.planner.k_bins import complete_flat
 from tao_harness.planner.k_arrays import OPEN, DualArrays
-from tao_harness.planner.k_dual import EPS, dual_steps, probe
+from tao_harness.planner.k_dual import dual_steps, probe
 from tao_harness.planner.k_lp import KRelaxation, k_relaxation
 from tao_harness.planner.k_mip import k_branch_and_cut
+from tao_harness.planner.knapsack import float_slack
 from tao_harness.planner.k_polish import polish_placement
 from tao_harness.planner.k_nested import k_ceiling
 from tao_harness.planner.reshuffle import reshuffle
@@ -285,7 +286,7 @@ class _Search:
 
     def floor(self, bound: float) -> int:
         """The largest K a placement can have at most `bound`: every K is a multiple of `step`."""
-        return math.floor(bound + EPS) // self.step * self.step
+        return math.floor(bound + float_slack(bound)) // self.step * self.step
 
     def offer(self, placement: dict[int, int], value: int) -> None:
         """A refilled placement (as far as its deadline allowed) and its K, kept when better than the best."""

@@ -18,7 +18,9 @@ Value = tuple[int, int, int]
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """Waiting sessions i and nodes b of one decision, in integers."""
+    """Waiting sessions i and nodes b of one decision, in integers. (r, t) are a session's own, the same on
+    every node it may use, and credits at most types.MAX_TOKENS (2^40), as snapshots give them: the
+    certificate and the float sums of the K level rely on both."""
 
     session_ids: tuple[str, ...]
     node_ids: tuple[str, ...]

@@ -248,3 +248,17 @@ def test_the_listed_k_optimal_placements_are_all_of_them() -> None:
         assert len(placements) == len(truth)
         listed += len(truth) > 1
     assert listed >= 25, listed  # 36 of these draws
+
+
+def test_the_common_pairs_hold_with_credits_far_past_a_cache() -> None:
+    """Flat credit of 2^36 on every pair (K* ≈ 4.8e11): float sums of that size err by more than an
+    absolute 1e-6, which once closed a way a K-optimal placement takes (found by review); the slack now
+    scales with the sums (knapsack.float_slack)."""
+    credit, no = 2 ** 36, None
+    rows = [[1, no, 1], [1, 1, no], [no, 1, 1], [1, 1, no], [no, 1, 1], [1, 1, 1], [1, no, 1], [1, 1, no]]
+    values = tuple(tuple(None if x is None else (credit, 0, 0) for x in row) for row in rows)
+    problem = Problem(tuple(f"s{i}" for i in range(8)), ("n0", "n1", "n2"), (2, 2, 3, 2, 3, 2, 3, 2), (2, 6, 8),
+                      values)
+    k_star = brute_force(problem)[0]
+    pairs = set(k_common_pairs(problem, k_star).pairs.items())
+    assert all(pairs <= placement for placement in k_optimal_credited_pairs(problem))

@@ -85,6 +85,11 @@ def _broken(path: list[Any], value: Any) -> dict[str, Any]:
         (["nodes", 1, "id"], "r0", "nodes[1].id: duplicate node id 'r0'"),
         (["nodes", 0, "capacity_tokens"], KeyError, "nodes[0].capacity_tokens: missing field"),
         (["nodes", 0, "used_tokens"], -3, "nodes[0].used_tokens: must be >= 0"),
+        # past 2^40 tokens the planner's float sums of credit would no longer be exact (found by review:
+        # credits past 2^53 gave a bound below the optimum, past 2^63 an OverflowError)
+        (["nodes", 0, "capacity_tokens"], 2 ** 41, "nodes[0].capacity_tokens: must be <= 1099511627776"),
+        (["sessions", 0, "tokens"], 2 ** 60, "sessions[0].tokens: must be <= 1099511627776"),
+        (["sessions", 0, "cache", "r0", "tokens"], 2 ** 54, "sessions[0].cache.r0.tokens: must be <="),
         (["nodes", 0, "kv_usage"], 1.5, "nodes[0].kv_usage: must be within 0..1"),
         (["params", "half_life_s"], 0, "params.half_life_s: must be > 0"),
         (["params", "quantum_tokens"], 0, "params.quantum_tokens: must be >= 1"),
