@@ -163,7 +163,8 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
                 best_placement[s] = pair_node[at[s]] if at[s] >= 0 else -1
             if fixed_value + value > best_value:
                 best_value = fixed_value + value
-        if math.floor(best_bound + float_slack(best_bound)) // step * step <= best_value or best_value >= ceiling:
+        floored = math.floor(best_bound + float_slack(best_bound)) // step * step
+        if floored <= best_value or best_value >= ceiling:
             done = True
             break
         norm = 0.0

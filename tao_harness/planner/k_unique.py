@@ -69,7 +69,7 @@ def k_common_pairs(problem: Problem, k_star: int, deadline: Deadline | None = No
         lam[arrays.sessions] = steps.multipliers
         outcome = probe(arrays, steps.multipliers, fixed_value, k_star - step, step, deadline)
         if outcome is not None and outcome.settled:
-            return CommonPairs({}, False, _ways(start))  # K* out of reach: it is not (rounding); trust nothing
+            return CommonPairs({}, False, _ways(start))  # K* out of reach: it is not (rounding): trust none
         if outcome is None or not outcome.narrowed:
             return CommonPairs(fixed, False, _ways(arrays))  # out of time, or some session open two ways
         restricted = arrays.restricted(outcome.place, outcome.drop)

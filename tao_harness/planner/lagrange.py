@@ -286,7 +286,7 @@ class _Search:
 
     def floor(self, bound: float) -> int:
         """The largest K a placement can have at most `bound`: every K is a multiple of `step`."""
-        return math.floor(bound + float_slack(bound)) // self.step * self.step
+        return math.floor(bound + float_slack(float(bound))) // self.step * self.step
 
     def offer(self, placement: dict[int, int], value: int) -> None:
         """A refilled placement (as far as its deadline allowed) and its K, kept when better than the best."""

@@ -147,7 +147,8 @@ def _run(
         caps.append(cap)
     cap_array = np.array(caps, dtype=np.int64)
     take = _table(np.array([size[i] for i in order], dtype=np.int64),
-                  np.array([gain[i] for i in order], dtype=np.int64), cap_array, start_cap, best, taken is not None)
+                  np.array([gain[i] for i in order], dtype=np.int64), cap_array, start_cap, best,
+                  taken is not None)
     if taken is not None:
         taken.append(Taken(tuple(order), take, cap_array))
     return best, reach, taken

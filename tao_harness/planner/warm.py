@@ -18,7 +18,7 @@ from tao_harness.planner.k_arrays import OPEN, DualArrays
 from tao_harness.planner.k_dual import dual_steps, forced_tables, probe
 from tao_harness.planner.k_mip import k_branch_and_cut
 from tao_harness.planner.k_polish import polish_placement
-from tao_harness.planner.knapsack import knapsack_kernel
+from tao_harness.planner.knapsack import float_slack, knapsack_kernel
 from tao_harness.planner.nested import nested_bound, nested_value
 
 
@@ -28,6 +28,7 @@ def warm_up() -> None:
     process)."""
     size, profit = np.array([1, 2], dtype=np.int64), np.array([1.0, 2.0])
     knapsack_kernel(size, profit, 2)
+    float_slack(1.0)  # also called from Python (planner/lagrange.py): its own dispatch, ~3 ms to load
     forced_tables(size, profit, 2)
     arrays = DualArrays.of([{0: 1, 1: 2}, {1: 2}], [2, 2], size)
     dual_steps(arrays, np.zeros(2), 1, 0, -1, 1, 1.0, math.inf)

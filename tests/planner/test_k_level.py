@@ -257,8 +257,8 @@ def test_the_common_pairs_hold_with_credits_far_past_a_cache() -> None:
     credit, no = 2 ** 36, None
     rows = [[1, no, 1], [1, 1, no], [no, 1, 1], [1, 1, no], [no, 1, 1], [1, 1, 1], [1, no, 1], [1, 1, no]]
     values = tuple(tuple(None if x is None else (credit, 0, 0) for x in row) for row in rows)
-    problem = Problem(tuple(f"s{i}" for i in range(8)), ("n0", "n1", "n2"), (2, 2, 3, 2, 3, 2, 3, 2), (2, 6, 8),
-                      values)
+    problem = Problem(tuple(f"s{i}" for i in range(8)), ("n0", "n1", "n2"), (2, 2, 3, 2, 3, 2, 3, 2),
+                      (2, 6, 8), values)
     k_star = brute_force(problem)[0]
     pairs = set(k_common_pairs(problem, k_star).pairs.items())
     assert all(pairs <= placement for placement in k_optimal_credited_pairs(problem))

@@ -25,7 +25,8 @@ def cut_rooms(rng: random.Random, rooms: list[int], pieces: int) -> tuple[list[i
     everywhere = set(range(len(rooms)))
     for k, j in enumerate(order):
         restricted = rng.random() < 0.5
-        allowed[k] = {home[j], *rng.sample(range(len(rooms)), rng.randint(0, 2))} if restricted else everywhere
+        others = rng.sample(range(len(rooms)), rng.randint(0, 2))
+        allowed[k] = {home[j], *others} if restricted else everywhere
     return [sizes[j] for j in order], allowed
 
 
@@ -81,7 +82,7 @@ def test_more_tries_split_tight_packings_the_first_two_miss() -> None:
             assert_valid(items, size, rooms, allowed, placement, left)
             split_by[tries] += not left
             assert split(items, size, rooms, allowed, tries) == (placement, left)
-    assert split_by[16] >= max(180, split_by[2] + 60), split_by  # 80 -> 188 of 200
+    assert split_by[16] >= max(180, split_by[2] + 60), split_by  # 83 -> 187 of 200
 
 
 def test_the_fill_keeps_each_session_on_a_room_it_may_use() -> None:
