@@ -13,8 +13,8 @@ K-optimal; the rest of the sessions are packed and searched around it as above (
 the incumbent is repaired first). When K̄ is reached, the Lagrangian's probes (planner/k_unique.py) find
 the credited pairs every K-optimal placement holds: all of them (the plan is then optimal when the rest
 is), or all but a few sessions' ways, and then, if at most `_LISTED_OPTIONS` K-optimal placements are
-left, the rest is searched around each of the others too in the time left. The whole problem's DP, from the
-incumbent, gets what is left of the deadline (it settles small problems).
+left, the rest is searched around each of the others too in the time left. The whole problem's DP, from
+the incumbent, gets what is left of the deadline (it settles small problems).
 
 Every solution carries a lexicographic upper bound (planner/bound.py): equal to its objective when it is
 proven optimal, else K̄ and the surrogate bound on (R, T, N) around what every K-optimal plan holds
@@ -45,6 +45,7 @@ Method = Literal["dp", "bfd"]
 _LISTED_OPTIONS = 16  # K-optimal placements the general path lists and searches around, as time allows
 # (small lex-exact 164 -> 167 of 213 against 4; each search around one costs ~0.2 ms at 32 x 4)
 _TIE_OPTIONS = 4  # K-optimal options (credit ties) finished one by one before the DP takes the whole
+# (and on the general path, the listed placements the bound is taken around one by one)
 _K_SHARE = 0.85  # of the deadline, for the K level on the general path (K comes first)
 _REST_SHARE = 0.3  # of the time left, for the search of (R, T, N) once K is settled: K is what matters most,
 # and past a few milliseconds that search rarely finishes on large problems (the plan keeps its proven gap)
