@@ -42,7 +42,7 @@ def _integer(value: Any, where: str, *, minimum: int = 0, maximum: int | None = 
     if value < minimum:
         raise SnapshotError(f"{where}: must be >= {minimum}, got {value}")
     if maximum is not None and value > maximum:
-        raise SnapshotError(f"{where}: must be <= {maximum} (2^40 tokens), got {value}")
+        raise SnapshotError(f"{where}: must be <= {maximum}, got {value}")
     return value
 
 

@@ -26,6 +26,7 @@ only if it is the only K-optimal one (planner/k_unique.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 from numba import njit
 

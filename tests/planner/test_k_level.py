@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from itertools import combinations, product
+from typing import Iterator
 
 import numpy as np
 
@@ -17,11 +18,12 @@ from tao_harness.planner.k_lp import k_relaxation
 from tao_harness.planner.k_polish import polish_placement
 from tao_harness.planner.k_unique import k_common_pairs, k_optimal_placements
 from tao_harness.planner.knapsack import knapsack
-from tao_harness.planner.lagrange import credit_matrix, k_level
+from tao_harness.planner.lagrange import KLevel, credit_matrix, k_level
 from tao_harness.planner.problem import Problem, build_problem, is_feasible
 from tao_harness.planner.reference import brute_force
 from tao_harness.planner.shapes import SHAPES
 from tao_harness.planner.reshuffle import reshuffle
+from tao_harness.types import Snapshot
 
 
 def k_of(problem: Problem, placement: dict[int, int]) -> int:
@@ -189,16 +191,21 @@ def k_optimal_credited_pairs(problem: Problem) -> set[frozenset[tuple[int, int]]
     return found
 
 
+def tiny_k_levels(seed: int, shapes: list[str]) -> Iterator[tuple[Snapshot, Problem, KLevel]]:
+    """300 snapshots of 2-6 sessions x 2-3 nodes from `shapes` (small enough to enumerate), each with
+    its problem and K level."""
+    rng = random.Random(seed)
+    for _ in range(300):
+        snapshot = SHAPES[rng.choice(shapes)](rng, rng.randint(2, 6), rng.randint(2, 3))
+        problem = build_problem(snapshot, snapshot.waiting)
+        yield snapshot, problem, k_level(problem)
+
+
 def test_a_unique_k_placement_is_unique_and_most_are_recognized() -> None:
     """Sound (unique whenever it says so, checked by enumeration) and not vacuous: it recognizes most
     of the snapshots whose K-optimal credited pairs are unique."""
-    rng = random.Random(61)
     unique = recognized = 0
-    for _ in range(300):
-        snapshot = SHAPES[rng.choice(["multi", "all", "everywhere", "copies"])](rng, rng.randint(2, 6),
-                                                                                rng.randint(2, 3))
-        problem = build_problem(snapshot, snapshot.waiting)
-        level = k_level(problem)
+    for snapshot, problem, level in tiny_k_levels(61, ["multi", "all", "everywhere", "copies"]):
         assert level.proven
         said = k_common_pairs(problem, level.value).only(level.placement)
         truth = k_optimal_credited_pairs(problem)
@@ -214,13 +221,8 @@ def test_the_common_pairs_are_in_every_k_optimal_placement_and_bound_the_rest() 
     """Checked by enumeration on tiny snapshots: every K-optimal placement holds the pairs
     `k_common_pairs` returns, and the bound around them holds the whole optimum; often they are more
     than nothing where the K-optimal placement is not unique (else the bound would be the whole surrogate)."""
-    rng = random.Random(67)
     partial = 0
-    for _ in range(300):
-        snapshot = SHAPES[rng.choice(["multi", "all", "everywhere", "copies", "forks"])](
-            rng, rng.randint(2, 6), rng.randint(2, 3))
-        problem = build_problem(snapshot, snapshot.waiting)
-        level = k_level(problem)
+    for snapshot, problem, level in tiny_k_levels(67, ["multi", "all", "everywhere", "copies", "forks"]):
         common = k_common_pairs(problem, level.value)
         truth = k_optimal_credited_pairs(problem)
         pairs = set(common.pairs.items())
@@ -233,13 +235,8 @@ def test_the_common_pairs_are_in_every_k_optimal_placement_and_bound_the_rest() 
 def test_the_listed_k_optimal_placements_are_all_of_them() -> None:
     """Where the probes leave sessions open, the listing gives every K-optimal placement and nothing else
     (enumeration), or None past its limit."""
-    rng = random.Random(71)
     listed = 0
-    for _ in range(300):
-        snapshot = SHAPES[rng.choice(["multi", "all", "everywhere", "copies", "forks"])](
-            rng, rng.randint(2, 6), rng.randint(2, 3))
-        problem = build_problem(snapshot, snapshot.waiting)
-        level = k_level(problem)
+    for snapshot, problem, level in tiny_k_levels(71, ["multi", "all", "everywhere", "copies", "forks"]):
         placements = k_optimal_placements(problem, k_common_pairs(problem, level.value), level.value, 8)
         if placements is None:
             continue
