@@ -13,9 +13,9 @@ from tao_harness.planner.bound import bound_holding, lexicographic_bound
 from tao_harness.planner.certificate import certified_placement
 from tao_harness.planner.credit import best_credit_subsets, k_optimal_options
 from tao_harness.planner.dp import BudgetExceeded, exact_dp
-from tao_harness.planner.problem import Packer, Problem, is_feasible
+from tao_harness.planner.problem import Packer, Problem, Solution, is_feasible
 from tao_harness.planner.reference import brute_force, milp_lexicographic, objective
-from tao_harness.planner.solve import solve
+from tao_harness.planner.solve import _repacked, solve
 
 
 def random_problem(
@@ -240,3 +240,20 @@ def test_the_bound_around_each_k_optimal_option_holds_every_plan_holding_it() ->
             tighter += around < whole
         assert max(bound_holding(problem, option, k_star) for option in options) >= brute_force(problem)
     assert tighter >= 10  # (15 of these draws)
+
+
+def test_an_unproven_plan_is_re_packed_over_every_session() -> None:
+    # s0 (not ready) holds r0's credit; s1, as large and credited as much there, is ready but left out:
+    # the searches held s0 fixed, the re-pack trades it for s1 (K kept) and proves the plan at its bound
+    values = (((5, 0, 10), (0, 0, 10)), ((5, 1, 10), (0, 1, 10)))
+    problem = Problem(("s0", "s1"), ("r0", "r1"), (2, 2), (2, 0), values)
+    packer = Packer.for_problem(problem)
+    unproven = Solution({0: 0}, "lagrange", fallback=True, bound=(5, 1, 10, 1))
+    repacked = _repacked(problem, packer, unproven, None)
+    assert repacked.placement == {1: 0} and not repacked.fallback
+    assert objective(problem, repacked.placement) == repacked.bound
+    looser = Solution({0: 0}, "lagrange", fallback=True, bound=(5, 2, 10, 1))
+    still = _repacked(problem, packer, looser, None)
+    assert still.placement == {1: 0} and still.fallback and still.bound == looser.bound
+    best = Solution({1: 0}, "lagrange", fallback=True, bound=(5, 2, 10, 1))
+    assert _repacked(problem, packer, best, None) is best  # nothing better: the plan as it was
