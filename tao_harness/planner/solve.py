@@ -50,7 +50,9 @@ _TIE_OPTIONS = 4  # K-optimal options (credit ties) finished one by one before t
 _K_SHARE = 0.85  # of the deadline, for the K level on the general path (K comes first)
 _REST_SHARE = 0.3  # of the time left, for the search of (R, T, N) once K is settled: K is what matters most,
 # and past a few milliseconds that search rarely finishes on large problems (the plan keeps its proven gap)
-_REST_S = 0.003  # and at most this, whatever the deadline
+_REST_S = 0.003  # and at most this at 160 x 8 and past (the plan's 10 ms target there)
+_LARGE_PAIRS = 160 * 8  # smaller problems get more, in proportion (see _rest_deadline)
+_REST_SHARE_MOST = 0.6  # of the time left, whatever the size: the whole DP of a small problem comes after
 _COMMON_S = 0.006  # at most, for the probes finding the pairs every K-optimal placement holds: with
 # credit on several nodes for every session (160 x 8) they take 3-4 ms, and cut at 3 ms they proved none
 # of 10 independent snapshots that they prove all of at 6 (each then optimal)
@@ -85,7 +87,7 @@ def _solve_exact(problem: Problem, packer: Packer, state_budget: int, deadline: 
     if not certificates or len(certificates) < len(options):
         return _solve_general(problem, packer, state_budget, deadline)
     # every optimal plan holds one of the K-optimal options: the best of the options' optima is optimal
-    rest = None if deadline is None else deadline.share(_REST_SHARE, _REST_S)
+    rest = _rest_deadline(problem, deadline)
     solutions = [solve_certified(problem, packer, c, state_budget, rest) for c in certificates]
     best = max(solutions, key=lambda s: total_value(problem, packer, s.placement))
     states = sum(s.states for s in solutions)
@@ -102,7 +104,7 @@ def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline
     """The Lagrangian K level, the rest packed around it (around each K-optimal placement, when the
     probes leave a few), then (small problems) the whole DP."""
     level = k_level(problem, None if deadline is None else deadline.share(_K_SHARE))
-    rest = None if deadline is None else deadline.share(_REST_SHARE, _REST_S)
+    rest = _rest_deadline(problem, deadline)
     # twins swap only within K-optimal placements: around one short of K* a twin may hold credit elsewhere
     forced = with_better_twins(problem, level.placement) if level.proven else level.placement
     around = complete_around(problem, packer, forced, state_budget, rest)
@@ -172,3 +174,13 @@ def _repacked(problem: Problem, packer: Packer, solution: Solution, deadline: De
     proven = objective(problem, placement) == solution.bound
     return Solution(placement, "dp" if proven else solution.solver, states=solution.states,
                     fallback=not proven, bound=solution.bound)
+
+
+def _rest_deadline(problem: Problem, deadline: Deadline | None) -> Deadline | None:
+    """When the search of (R, T, N) around the K placements stops: a share of the time left, at most
+    `_REST_S` at 160 x 8 and past, more in proportion on smaller problems (their K level is quick, and their
+    rest searches cut at 3 ms finish in 10-20 ms: 32 x 8 and 64 x 8 snapshots whose plans are then exact)."""
+    if deadline is None:
+        return None
+    scale = max(1.0, _LARGE_PAIRS / max(1, problem.n * problem.m))
+    return deadline.share(min(_REST_SHARE * scale, _REST_SHARE_MOST), _REST_S * scale)
