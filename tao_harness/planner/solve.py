@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Literal
 
 from tao_harness.planner.bfd import best_fit_decreasing
-from tao_harness.planner.bound import bound_holding, lexicographic_bound
+from tao_harness.planner.bound import Objective, bound_holding, lexicographic_bound
 from tao_harness.planner.certificate import certified_placement
 from tao_harness.planner.credit import k_optimal_options
 from tao_harness.planner.deadline import Deadline
@@ -118,18 +118,17 @@ def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline
         if not around.fallback and common.only(forced):
             # the best plan holding the only K-optimal credited pairs: the optimum
             return Solution(placement, "dp", states=states, bound=objective(problem, placement))
-        options = None if common.complete else k_optimal_placements(problem, common, level.value,
-                                                                      _LISTED_OPTIONS)
+        listed = round(_LISTED_OPTIONS * _smallness(problem))
+        options = None if common.complete else k_optimal_placements(problem, common, level.value, listed)
         if options and forced in options:
             # every K-optimal plan holds one of them: the best plan around each, as the certificate's ties,
             # in what the search around `forced` left of the rest's time
-            finished = _around_each(problem, packer, options, forced, around, state_budget, rest)
+            finished, options_bound = _around_each(problem, packer, options, forced, around, level.bound,
+                                                   state_budget, rest)
             placement, states = dict(finished.placement), states + finished.states
             if not finished.fallback:
                 return Solution(placement, "dp", states=states, bound=objective(problem, placement))
-            around_each = (bound_holding(problem, option, level.bound) for option in options)
-            bound = min(bound, max(around_each) if len(options) <= _TIE_OPTIONS else
-                        bound_holding(problem, common.pairs, level.bound))  # (~0.4 ms each at 160 x 8)
+            bound = min(bound, options_bound or bound_holding(problem, common.pairs, level.bound))
         else:  # every K-optimal plan holds the common pairs: the rest around them bounds its (R, T, N)
             bound = min(bound, bound_holding(problem, common.pairs, level.bound))
         if objective(problem, placement) == bound:
@@ -146,20 +145,37 @@ def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline
 
 
 def _around_each(problem: Problem, packer: Packer, options: list[dict[int, int]], searched: dict[int, int],
-                 around: Solution, state_budget: int, rest: Deadline | None) -> Solution:
-    """The best plan around each K-optimal placement of `options` (`around` is the one around `searched`,
-    done already) as far as `rest` allows; `fallback` unless each was proven the best around its placement."""
-    solutions, unfinished = [around], False
+                 around: Solution, k_bound: int, state_budget: int, rest: Deadline | None
+                 ) -> tuple[Solution, Objective | None]:
+    """The best plan around the K-optimal placements of `options` (every K-optimal plan holds one of them;
+    `around` is the plan around `searched`, done already), and a bound on every plan: each searched, as far
+    as `rest` allows, highest bound (planner/bound.py) first, until the best plan reaches the bound of those
+    left. `fallback` unless that proves the best plan optimal; the bound is None when `rest` passed before
+    every option was bounded (~0.1 ms each at 32 x 8, 0.4 at 160 x 8)."""
+    scored = []
     for option in options:
-        if option == searched:
-            continue
         if rest is not None and rest.passed():
-            unfinished = True  # the options left are not searched: no proof
+            return Solution(around.placement, around.solver, fallback=True), None
+        if option != searched:
+            scored.append((bound_holding(problem, option, k_bound), option))
+    scored.sort(key=lambda pair: pair[0], reverse=True)
+    best, states = around, 0
+    best_objective = objective(problem, around.placement)
+    unsettled = [bound_holding(problem, searched, k_bound)] if around.fallback else []
+    for option_bound, option in scored:
+        if option_bound <= best_objective:
+            break  # neither this option nor those after it (lower bounds) holds a better plan
+        if rest is not None and rest.passed():
+            unsettled.append(option_bound)  # the highest bound of the options left
             break
-        solutions.append(complete_around(problem, packer, option, state_budget, rest))
-    best = max(solutions, key=lambda s: total_value(problem, packer, s.placement))
-    return Solution(best.placement, best.solver, states=sum(s.states for s in solutions[1:]),
-                    fallback=unfinished or any(s.fallback for s in solutions))
+        solution = complete_around(problem, packer, option, state_budget, rest)
+        states += solution.states
+        if solution.fallback:
+            unsettled.append(option_bound)
+        if total_value(problem, packer, solution.placement) > total_value(problem, packer, best.placement):
+            best, best_objective = solution, objective(problem, solution.placement)
+    bound = max([best_objective, *unsettled])
+    return Solution(best.placement, best.solver, states=states, fallback=bound != best_objective), bound
 
 
 def _repacked(problem: Problem, packer: Packer, solution: Solution, deadline: Deadline | None) -> Solution:
@@ -182,5 +198,11 @@ def _rest_deadline(problem: Problem, deadline: Deadline | None) -> Deadline | No
     rest searches cut at 3 ms finish in 10-20 ms: 32 x 8 and 64 x 8 snapshots whose plans are then exact)."""
     if deadline is None:
         return None
-    scale = max(1.0, _LARGE_PAIRS / max(1, problem.n * problem.m))
+    scale = _smallness(problem)
     return deadline.share(min(_REST_SHARE * scale, _REST_SHARE_MOST), _REST_S * scale)
+
+
+def _smallness(problem: Problem) -> float:
+    """How many times smaller than 160 x 8 (sessions x nodes) `problem` is, at least 1: the time and the
+    K-optimal placements its search of (R, T, N) may take grow by as much."""
+    return max(1.0, _LARGE_PAIRS / max(1, problem.n * problem.m))

@@ -15,7 +15,9 @@ from tao_harness.planner.credit import best_credit_subsets, k_optimal_options
 from tao_harness.planner.dp import BudgetExceeded, exact_dp
 from tao_harness.planner.problem import Packer, Problem, Solution, is_feasible
 from tao_harness.planner.reference import brute_force, milp_lexicographic, objective
+from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.solve import _repacked, solve
+from tests.planner.test_twins import twin_problem
 
 
 def random_problem(
@@ -257,3 +259,22 @@ def test_an_unproven_plan_is_re_packed_over_every_session() -> None:
     assert still.placement == {1: 0} and still.fallback and still.bound == looser.bound
     best = Solution({1: 0}, "lagrange", fallback=True, bound=(5, 2, 10, 1))
     assert _repacked(problem, packer, best, None) is best  # nothing better: the plan as it was
+
+
+def test_tied_k_optimal_placements_are_searched_best_bound_first_and_soundly() -> None:
+    """Credits tied on several nodes (forks of a few templates): many K-optimal placements, each bounded,
+    the best searched first. Unlimited, the plan is the optimum; with a deadline that cuts the search
+    anywhere, its bound still holds every plan and a plan called optimal is."""
+    rng = random.Random(11)
+    cut = 0
+    for trial in range(160):
+        problem = twin_problem(rng, rng.randint(5, 8), rng.randint(2, 3))
+        best = brute_force(problem)
+        solved = solve(problem, state_budget=20_000)
+        assert objective(problem, solved.placement) == best and not solved.fallback
+        rushed = solve(problem, state_budget=20_000, deadline=Deadline.after(rng.choice([0.0, 2e-4, 1e-3])))
+        assert is_feasible(problem, rushed.placement)
+        assert rushed.bound is not None and rushed.bound >= best
+        assert rushed.fallback or objective(problem, rushed.placement) == best
+        cut += rushed.fallback
+    assert cut >= 1  # some searches were cut short
