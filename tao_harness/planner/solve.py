@@ -20,7 +20,8 @@ Every solution carries a lexicographic upper bound (planner/bound.py): equal to 
 proven optimal, else K̄ and the surrogate bound on (R, T, N) around what every K-optimal plan holds
 (the certificate's options, the common pairs, or each K-optimal placement listed), so its proven gap is
 explicit. Past the DP's state budget or the deadline, the best incumbent, its rooms re-packed over every
-session (the searches held its K placement fixed; planner/improve.py), is returned with `fallback=True`. Pure function of the `Problem` (the deadline only stops the search early); no I/O.
+session (the searches held its K placement fixed; planner/improve.py), is returned with `fallback=True`.
+Pure function of the `Problem` (the deadline only stops the search early); no I/O.
 """
 
 from __future__ import annotations

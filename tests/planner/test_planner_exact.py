@@ -12,12 +12,13 @@ from hypothesis import strategies as st
 from tao_harness.planner.bound import bound_holding, lexicographic_bound
 from tao_harness.planner.certificate import certified_placement
 from tao_harness.planner.credit import best_credit_subsets, k_optimal_options
+from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.dp import BudgetExceeded, exact_dp
 from tao_harness.planner.problem import Packer, Problem, Solution, is_feasible
 from tao_harness.planner.reference import brute_force, milp_lexicographic, objective
-from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.solve import _repacked, solve
-from tests.planner.test_twins import twin_problem
+
+from test_twins import twin_problem
 
 
 def random_problem(
