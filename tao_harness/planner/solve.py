@@ -13,8 +13,9 @@ K-optimal; the rest of the sessions are packed and searched around it as above (
 the incumbent is repaired first). When K̄ is reached, the Lagrangian's probes (planner/k_unique.py) find
 the credited pairs every K-optimal placement holds: all of them (the plan is then optimal when the rest
 is), or all but a few sessions' ways, and then, if at most `_LISTED_OPTIONS` K-optimal placements are
-left, the rest is searched around each of the others too in the time left. The whole problem's DP, from
-the incumbent, gets what is left of the deadline (it settles small problems).
+left (more on smaller problems), each is bounded and the rest is searched around them, highest bound first,
+in the time left, until the best plan reaches the bound of those not searched (a proof). The whole
+problem's DP, from the incumbent, gets what is left of the deadline (it settles small problems).
 
 Every solution carries a lexicographic upper bound (planner/bound.py): equal to its objective when it is
 proven optimal, else K̄ and the surrogate bound on (R, T, N) around what every K-optimal plan holds
@@ -44,10 +45,10 @@ from tao_harness.planner.twins import with_better_twins
 
 Method = Literal["dp", "bfd"]
 
-_LISTED_OPTIONS = 16  # K-optimal placements the general path lists and searches around, as time allows
-# (small lex-exact 164 -> 167 of 213 against 4; each search around one costs ~0.2 ms at 32 x 4)
+_LISTED_OPTIONS = 16  # K-optimal placements the general path lists and searches around at 160 x 8, as
+# time allows, times _smallness below (small lex-exact 164 -> 167 of 213 against 4; each search around one
+# costs ~0.2 ms at 32 x 4)
 _TIE_OPTIONS = 4  # K-optimal options (credit ties) finished one by one before the DP takes the whole
-# (and on the general path, the listed placements the bound is taken around one by one)
 _K_SHARE = 0.85  # of the deadline, for the K level on the general path (K comes first)
 _REST_SHARE = 0.3  # of the time left, for the search of (R, T, N) once K is settled: K is what matters most,
 # and past a few milliseconds that search rarely finishes on large problems (the plan keeps its proven gap)
@@ -58,7 +59,7 @@ _COMMON_S = 0.006  # at most, for the probes finding the pairs every K-optimal p
 # credit on several nodes for every session (160 x 8) they take 3-4 ms, and cut at 3 ms they proved none
 # of 10 independent snapshots that they prove all of at 6 (each then optimal)
 _REPACK_S = 0.002  # at most, for re-packing an unproven plan's rooms over every session (~1.2 ms at
-# 160 x 8 on the `all` shape, 2.6 on `forks`; small lex-exact 123 -> 133 of 177, 10 plans each of six shapes)
+# 160 x 8 on the `all` shape, 2.6 on `forks`; small lex-exact 123 -> 132-134 of 177, six shapes x 3 sizes)
 _WHOLE_DP_SESSIONS = 30  # the general path's last try, the whole problem's DP, only up to this many
 
 
@@ -160,8 +161,7 @@ def _around_each(problem: Problem, packer: Packer, options: list[dict[int, int]]
         if option != searched:
             scored.append((bound_holding(problem, option, k_bound), option))
     scored.sort(key=lambda pair: pair[0], reverse=True)
-    best, states = around, 0
-    best_objective = objective(problem, around.placement)
+    best, best_objective, states = around, objective(problem, around.placement), 0
     unsettled = [bound_holding(problem, searched, k_bound)] if around.fallback else []
     for option_bound, option in scored:
         if option_bound <= best_objective:
@@ -173,8 +173,9 @@ def _around_each(problem: Problem, packer: Packer, options: list[dict[int, int]]
         states += solution.states
         if solution.fallback:
             unsettled.append(option_bound)
-        if total_value(problem, packer, solution.placement) > total_value(problem, packer, best.placement):
-            best, best_objective = solution, objective(problem, solution.placement)
+        found = objective(problem, solution.placement)  # tuples order as the packed values do
+        if found > best_objective:
+            best, best_objective = solution, found
     bound = max([best_objective, *unsettled])
     return Solution(best.placement, best.solver, states=states, fallback=bound != best_objective), bound
 
