@@ -30,13 +30,16 @@ then left-out sessions are shifted in and each node is re-packed exactly over it
 unplaced ones, at every step whose repair is near the best one (compiled, planner/k_polish.py: the path's
 many repairs polished find placements within ~0.1% of the optimum where the best one polished once was up
 to 1% short), and once more on the best placement with pairs of rooms too (planner/improve.py). With
-flat credits (a session worth the same on each of its nodes) twenty polished steps from the LP's
-multipliers come first; where they leave the LP bound standing (it is usually tight: credits of a few
-sizes, fragmentation hides the placement reaching it), the best of the LP's whole placements, the nodes
-filled one by one exactly (planner/fill.py) and the steps' placement is reshuffled toward that bound, and
-what the reshuffle misses is searched exactly by bin completion (planner/k_bins.py), which either reaches
-the bound or, exhausted, proves its best placement optimal. Where the steps bound K below the LP (small
-rooms, large sessions) those two are skipped for the search.
+flat credits (a session worth the same on each of its nodes) the LP's whole placements refilled come
+first, then the nodes filled one by one, then twenty polished steps from the LP's multipliers, each only
+while the best placement is short of the bounds so far, and the packing-only ceiling only after them
+(copies snapshots at 160 x 8 settled by the first step: ~4.3 -> ~2.7 ms). Where they leave the LP bound
+standing (it is usually tight: credits of a few sizes, fragmentation hides the placement reaching it),
+the best of the LP's whole placements, the nodes filled one by one exactly (planner/fill.py) and the
+steps' placement is reshuffled toward that bound, and what the reshuffle misses is searched exactly by
+bin completion (planner/k_bins.py), which either reaches the bound or, exhausted, proves its best
+placement optimal. Where the steps bound K below the LP (small rooms, large sessions) those two are
+skipped for the search.
 When the placement's K reaches the bound it is proven K-optimal (at λ = 0 with credit on one node per
 session this is the certificate's K level).
 
@@ -137,12 +140,14 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     def value_of(placement: dict[int, int]) -> int:
         return sum(credit[b][i] for i, b in placement.items())
 
-    def refill(placement: dict[int, int], until: Deadline | None = None) -> dict[int, int]:
+    def refill(placement: dict[int, int], until: Deadline | None = None, enough: float = math.inf
+               ) -> dict[int, int]:
         """Left-out sessions shifted in and each node re-packed exactly (compiled, planner/k_polish.py); with
-        flat credit then pairs of nodes re-packed together (planner/improve.py), as many as `until` allows
-        (with credit on every node, re-packing all pairs of nodes takes ~10 ms)."""
+        flat credit then, unless that reaches `enough` (a bound), pairs of nodes re-packed together
+        (planner/improve.py), as many as `until` allows (with credit on every node, re-packing all pairs of
+        nodes takes ~10 ms)."""
         polished = polish_placement(arrays, placement)
-        if pairs_repacked is None:
+        if pairs_repacked is None or value_of(polished) >= enough:
             return polished
         return pairs_repacked().improve(polished, passes=1, deadline=until)
 
@@ -160,10 +165,7 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
 
     step = credit_step(credit)
     shared = shared_sessions(credit)
-    # the packing-only ceiling pays with flat credit; with graded credit it never ended a search earlier
-    # (multi, all and crowded shapes) and costs ~0.5 ms
-    ceiling = k_ceiling(credit, problem.size, problem.room) if shared and flat else None
-    search = _Search(step, deadline, polish, math.inf if ceiling is None else ceiling)
+    search = _Search(step, deadline, polish, math.inf)
     lam = starting_multipliers(credit, problem.n, shared)  # read for a sub-problem's shared sessions only
     root: _Sub | None = _Sub(arrays, {}, 0)
     relaxation, first = None, math.inf
@@ -183,12 +185,14 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
         # with flat credit (fresh, whole caches) the LP bound is usually tight and the search for a
         # placement reaching it is what is hard: the best start, the LP's whole placements or the
         # node-by-node fills (planner/fill.py), is reshuffled toward it
-        start = refill(relaxation.whole, deadline)
-        if flat:
+        lp_floor = search.floor(relaxation.bound)
+        start = refill(relaxation.whole, deadline, enough=lp_floor)
+        if flat and value_of(start) < lp_floor:
             fill = max(node_fills(credit, problem.size, problem.room, deadline), key=value_of)
             if value_of(fill) > value_of(start):
-                start = refill(fill, deadline)
-            search.offer(start, value_of(start))
+                start = refill(fill, deadline, enough=lp_floor)
+        search.offer(start, value_of(start))
+        if flat and search.best_value < lp_floor:  # else it is K-optimal: what follows would only confirm it
             # polished steps from the LP's multipliers: often a better start, and with small rooms or sessions
             # large beside them a bound well below the LP's (each knapsack is exact), often reached at once;
             # none once the deadline has passed (with credit on every node of 640 x 8 a step is ~20 ms)
@@ -198,12 +202,18 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
                     lam = steps_lam
             if search.best_value > value_of(start):
                 start = search.best_placement
-            target = int(min(search.floor(relaxation.bound), search.ceiling, first))
+        if flat and search.best_value < min(first, lp_floor):  # the steps did not settle it either
+            # the packing-only ceiling pays with flat credit (~0.8 ms at 160 x 8; with graded credit it never
+            # ended a search earlier: multi, all and crowded shapes)
+            ceiling = k_ceiling(credit, problem.size, problem.room)
+            if ceiling is not None:
+                search.ceiling = ceiling
+            target = int(min(lp_floor, search.ceiling, first))
             # the reshuffle and the bin completion look for a placement reaching a tight LP bound (credits of
             # a few sizes); below it the Lagrangian search gets the time, but for bin completion when the best
             # placement is a credit step or two short of the steps' bound (then it reaches or rules out those
             # few values quickly; measured on equal-credit snapshots, 32 x 4 to 64 x 8)
-            lp_tight = first >= search.floor(relaxation.bound)
+            lp_tight = first >= lp_floor
             if search.best_value < target and lp_tight:
                 search.offer(*reshuffle_toward(start, target))
             # what the reshuffle missed, searched exactly (on the nested DP, so only where the ceiling's paid)
@@ -216,9 +226,7 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
                     search.offer(*((found, worth) if worth >= target else polish(found)))
                 if completion.proven:
                     search.ceiling = search.best_value
-        else:
-            search.offer(start, value_of(start))
-        if search.best_value >= first:
+        if search.best_value >= min(first, lp_floor):
             root = None
         else:
             root = _fix_by_prices(root, relaxation, search)  # type: ignore[arg-type]

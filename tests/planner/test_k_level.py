@@ -259,3 +259,18 @@ def test_the_common_pairs_hold_with_credits_far_past_a_cache() -> None:
     k_star = brute_force(problem)[0]
     pairs = set(k_common_pairs(problem, k_star).pairs.items())
     assert all(pairs <= placement for placement in k_optimal_credited_pairs(problem))
+
+
+def test_flat_credit_settled_by_the_lp_bound_takes_no_step_and_is_exact() -> None:
+    """With flat credit a refilled LP placement reaching the LP bound (floored) ends the K level at once:
+    no fills' ceiling, no subgradient step; the placement is still K-optimal (brute force)."""
+    rng = random.Random("flat tight")
+    settled = 0
+    for _ in range(60):
+        snapshot = SHAPES[rng.choice(["copies", "replicated"])](rng, rng.randint(2, 6), rng.randint(2, 3))
+        problem = build_problem(snapshot, snapshot.waiting)
+        level = k_level(problem)
+        k_star = max(k_of(problem, p) for p in every_k_placement(problem))
+        assert is_feasible(problem, level.placement) and level.proven and level.value == k_star
+        settled += level.iterations == 0
+    assert settled >= 10  # the path is taken (and exact) on many of them
