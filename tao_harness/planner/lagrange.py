@@ -30,16 +30,16 @@ then left-out sessions are shifted in and each node is re-packed exactly over it
 unplaced ones, at every step whose repair is near the best one (compiled, planner/k_polish.py: the path's
 many repairs polished find placements within ~0.1% of the optimum where the best one polished once was up
 to 1% short), and once more on the best placement with pairs of rooms too (planner/improve.py). With
-flat credits (a session worth the same on each of its nodes) the LP's whole placements refilled come
-first, then the nodes filled one by one, then twenty polished steps from the LP's multipliers, each only
-while the best placement is short of the bounds so far, and the packing-only ceiling only after them
-(copies snapshots at 160 x 8 settled by the first step: ~4.3 -> ~2.7 ms). Where they leave the LP bound
-standing (it is usually tight: credits of a few sizes, fragmentation hides the placement reaching it),
-the best of the LP's whole placements, the nodes filled one by one exactly (planner/fill.py) and the
-steps' placement is reshuffled toward that bound, and what the reshuffle misses is searched exactly by
-bin completion (planner/k_bins.py), which either reaches the bound or, exhausted, proves its best
-placement optimal. Where the steps bound K below the LP (small rooms, large sessions) those two are
-skipped for the search.
+flat credits (a session worth the same on each of its nodes) the LP's whole placements refilled
+come first, then the nodes filled one by one, then twenty polished steps from the LP's multipliers (the
+packing-only ceiling computed after the first), each only while the best placement is short of the
+bounds so far (copies snapshots at 160 x 8 settled by the first step: ~4.3 -> ~2.7 ms). Where they leave
+the LP bound standing (it is usually tight: credits of a few sizes, fragmentation hides the placement
+reaching it), the best of the LP's whole placements, the nodes filled one by one exactly
+(planner/fill.py) and the steps' placement is reshuffled toward that bound, and what the reshuffle
+misses is searched exactly by bin completion (planner/k_bins.py), which either reaches the bound or,
+exhausted, proves its best placement optimal. Where the steps bound K below the LP (small rooms, large
+sessions) those two are skipped for the search.
 When the placement's K reaches the bound it is proven K-optimal (at λ = 0 with credit on one node per
 session this is the certificate's K level).
 
@@ -192,22 +192,28 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
             if value_of(fill) > value_of(start):
                 start = refill(fill, deadline, enough=lp_floor)
         search.offer(start, value_of(start))
-        if flat and search.best_value < lp_floor:  # else it is K-optimal: what follows would only confirm it
-            # polished steps from the LP's multipliers: often a better start, and with small rooms or sessions
-            # large beside them a bound well below the LP's (each knapsack is exact), often reached at once;
-            # none once the deadline has passed (with credit on every node of 640 x 8 a step is ~20 ms)
+        # with flat credit, polished steps from the LP's multipliers: often a better start, and with small
+        # rooms or sessions large beside them a bound well below the LP's (each knapsack is exact), often
+        # reached at once; none once the deadline has passed (with credit on every node of 640 x 8 a step is
+        # ~20 ms). The first step alone settles many (credit copies: its bound is reached); only then comes
+        # the packing-only ceiling (~1 ms at 160 x 8), which ends the other steps once a placement reaches
+        # it (equal credits on rooms of very different sizes). With graded credit the ceiling never ended a
+        # search earlier (multi, all and crowded shapes).
+        ceiling: int | None = None
+        for steps in (1, _FLAT_STEPS - 1) if flat else ():
+            if steps > 1 and search.best_value < min(first, lp_floor):
+                ceiling = k_ceiling(credit, problem.size, problem.room)
+                search.ceiling = math.inf if ceiling is None else ceiling
+            if search.best_value >= min(first, lp_floor, search.ceiling):
+                break  # K-optimal: what follows would only confirm it
             if deadline is None or not deadline.passed():
-                first, steps_lam = search.dual(root, lam, _FLAT_STEPS)  # type: ignore[arg-type]
-                if first < relaxation.bound:
+                bound, steps_lam = search.dual(root, lam, steps)  # type: ignore[arg-type]
+                if bound < min(first, relaxation.bound):
                     lam = steps_lam
+                first = min(first, bound)
+        if flat and search.best_value < min(first, lp_floor, search.ceiling):  # not settled yet
             if search.best_value > value_of(start):
                 start = search.best_placement
-        if flat and search.best_value < min(first, lp_floor):  # the steps did not settle it either
-            # the packing-only ceiling pays with flat credit (~0.8 ms at 160 x 8; with graded credit it never
-            # ended a search earlier: multi, all and crowded shapes)
-            ceiling = k_ceiling(credit, problem.size, problem.room)
-            if ceiling is not None:
-                search.ceiling = ceiling
             target = int(min(lp_floor, search.ceiling, first))
             # the reshuffle and the bin completion look for a placement reaching a tight LP bound (credits of
             # a few sizes); below it the Lagrangian search gets the time, but for bin completion when the best
