@@ -111,10 +111,11 @@ def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline
     forced = with_better_twins(problem, level.placement) if level.proven else level.placement
     around = complete_around(problem, packer, forced, state_budget, rest)
     placement, states = dict(around.placement), around.states
-    bound = lexicographic_bound(problem, packer, level.bound)
-    if objective(problem, placement) == bound:
-        return Solution(placement, "dp", states=states, bound=bound)
-    if level.proven:
+    if not level.proven:
+        bound = lexicographic_bound(problem, packer, level.bound)
+        if objective(problem, placement) == bound:
+            return Solution(placement, "dp", states=states, bound=bound)
+    else:  # the bounds below hold the common pairs: at least as tight as the whole problem's (~0.6 ms)
         common = k_common_pairs(problem, level.value, None if deadline is None else
                                 deadline.share(_REST_SHARE, _COMMON_S))
         if not around.fallback and common.only(forced):
@@ -130,9 +131,9 @@ def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline
             placement, states = dict(finished.placement), states + finished.states
             if not finished.fallback:
                 return Solution(placement, "dp", states=states, bound=objective(problem, placement))
-            bound = min(bound, options_bound or bound_holding(problem, common.pairs, level.bound))
+            bound = options_bound or bound_holding(problem, common.pairs, level.bound)
         else:  # every K-optimal plan holds the common pairs: the rest around them bounds its (R, T, N)
-            bound = min(bound, bound_holding(problem, common.pairs, level.bound))
+            bound = bound_holding(problem, common.pairs, level.bound)
         if objective(problem, placement) == bound:
             return Solution(placement, "dp", states=states, bound=bound)
     if problem.n > _WHOLE_DP_SESSIONS:
