@@ -23,9 +23,10 @@ def with_better_twins(problem: Problem, placement: dict[int, int]) -> dict[int, 
     swapped for unplaced twins worth more in (r, t), until none is left to swap."""
     placed = dict(placement)
     worth = [next(filter(None, row), (0, 0, 0))[1:] for row in problem.values]  # (r, t): the session's own
-    may_use = [tuple(v is not None for v in row) for row in problem.values]
+    # the nodes each may use, None for every node (most sessions: the tuple of flags costs more than the test)
+    may_use = [tuple(v is not None for v in row) if None in row else None for row in problem.values]
     # (node, size, credit there, nodes it may use) -> the sessions of that kind, best (r, t) first
-    twins: dict[tuple[int, int, int, tuple[bool, ...]], list[int]] = defaultdict(list)
+    twins: dict[tuple[int, int, int, tuple[bool, ...] | None], list[int]] = defaultdict(list)
     for j, row in enumerate(problem.values):
         for b, value in enumerate(row):
             if value is not None and value[0] > 0:
