@@ -18,6 +18,10 @@ _EPS = 1e-6  # float slack in comparisons of sums of profits (integers minus mul
 _RELATIVE_EPS = 2.0 ** -40  # ... plus this share of their magnitude: a float sum of up to ~2^11 terms errs
 # by at most 2^-42 of it (with credits of 2^36 an absolute 1e-6 alone closed a way a K-optimal plan takes)
 
+_SEARCH_CELLS = 20_000  # free items × room past which a branch and bound is tried before the DP (rooms of
+# thousands of quanta: fine quanta or large replicas, where each DP pass costs milliseconds)
+_SEARCH_NODES = 20_000  # its nodes at most (~50 ns each); past them the DP
+
 
 @njit(cache=True)
 def float_slack(magnitude: float) -> float:
@@ -34,6 +38,70 @@ def knapsack(items: list[int], size: tuple[int, ...], profit: dict[int, float], 
     value, take = knapsack_kernel(np.array([size[i] for i in items], dtype=np.int64),
                                   np.array([profit[i] for i in items], dtype=np.float64), room)
     return value, [i for i, taken in zip(items, take) if taken]
+
+
+@njit(cache=True)
+def _branch_and_bound(items: np.ndarray, size: np.ndarray, profit: np.ndarray, room: int, take: np.ndarray
+                      ) -> tuple[bool, float]:
+    """Horowitz-Sahni depth-first search over `items` (positive profit, best profit per size first):
+    the most profit within `room`, its items marked in `take`; (False, 0) past `_SEARCH_NODES` nodes
+    (`take` untouched: the DP takes over). Each node extends the current choice greedily and is bounded
+    by Dantzig's bound (the first item that does not fit, in part); a node whose bound does not exceed
+    the best value found is left. Items alike (same size and profit: sessions of one task template) are
+    taken as a prefix of their run: leaving one out leaves out those after it, else the search would
+    visit every arrangement of them. Exact up to float rounding, as the DP is."""
+    n = items.shape[0]
+    by_size = items[np.argsort(-size[items], kind="mergesort")]  # ties in ratio: larger first, alike together
+    ratio = np.empty(n)
+    for t in range(n):
+        ratio[t] = -profit[by_size[t]] / max(size[by_size[t]], 1e-9)
+    ordered = by_size[np.argsort(ratio, kind="mergesort")]
+    w = np.empty(n, dtype=np.int64)
+    p = np.empty(n)
+    for t in range(n):
+        w[t], p[t] = size[ordered[t]], profit[ordered[t]]
+    run_end = np.empty(n, dtype=np.int64)  # past the last item alike to item t
+    for t in range(n - 1, -1, -1):
+        run_end[t] = run_end[t + 1] if t + 1 < n and w[t + 1] == w[t] and p[t + 1] == p[t] else t + 1
+    chosen = np.zeros(n, dtype=np.bool_)
+    best_chosen = np.zeros(n, dtype=np.bool_)
+    best, value, cap, j, nodes = -1.0, 0.0, room, 0, 0
+    while True:
+        nodes += 1
+        if nodes > _SEARCH_NODES:
+            return False, 0.0
+        bound, left, k = value, cap, j
+        while k < n and w[k] <= left:
+            bound += p[k]
+            left -= w[k]
+            k += 1
+        if k < n:
+            bound += p[k] * left / w[k]
+        if bound > best:  # forward: take the items that fit, leave out the first that does not
+            for t in range(j, k):
+                chosen[t] = True
+                value += p[t]
+            cap, j = left, k + 1
+            if j < n:
+                continue
+            if value > best:  # a leaf: every item decided
+                best = value
+                best_chosen[:] = chosen
+        i = min(j, n) - 1  # back to the last item taken, left out this time
+        while i >= 0 and not chosen[i]:
+            i -= 1
+        if i < 0:
+            break
+        chosen[i] = False
+        value -= p[i]
+        cap += w[i]
+        j = run_end[i]
+    total = 0.0
+    for t in range(n):
+        if best_chosen[t]:
+            take[ordered[t]] = True
+            total += p[t]
+    return True, total
 
 
 @njit(cache=True)
@@ -93,6 +161,10 @@ def knapsack_kernel(size: np.ndarray, profit: np.ndarray, room: int) -> tuple[fl
             free[free_count] = j
             free_count += 1
     free = free[:free_count]
+    if free_count * cap > _SEARCH_CELLS:
+        found, searched = _branch_and_bound(free, size, profit, cap, take)
+        if found:
+            return value + searched, take
     free = free[np.argsort(size[free], kind="mergesort")]
     best = np.zeros(cap + 1)
     took = np.zeros((free_count, cap + 1), dtype=np.bool_)

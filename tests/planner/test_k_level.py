@@ -278,3 +278,19 @@ def test_flat_credit_settled_by_the_lp_bound_takes_no_step_and_is_exact() -> Non
         assert is_feasible(problem, level.placement) and level.proven and level.value == k_star
         settled += level.iterations == 0
     assert settled >= 10  # the path is taken (and exact) on many of them
+
+
+def test_knapsack_on_large_rooms_is_exact() -> None:
+    """Rooms of thousands of quanta take the branch and bound before the DP (planner/knapsack.py): the
+    same optimum as brute force, ties and zero sizes included, and the choice fits."""
+    rng = random.Random("large rooms")
+    for _ in range(300):
+        n = rng.randint(1, 12)
+        size = tuple(rng.choice([0, rng.randint(1, 4000), rng.randint(1, 4000), 1500]) for _ in range(n))
+        profit = {i: rng.choice([rng.uniform(-3, 10), float(rng.randint(1, 5)), 2.0]) for i in range(n)}
+        room = rng.randint(2000, 12000)
+        value, chosen = knapsack(list(range(n)), size, profit, room)
+        best = max(sum(profit[i] for i in subset) for r in range(n + 1) for subset in combinations(range(n), r)
+                   if sum(size[i] for i in subset) <= room)
+        assert abs(value - max(best, 0.0)) < 1e-9
+        assert sum(size[i] for i in chosen) <= room and abs(sum(profit[i] for i in chosen) - value) < 1e-9
