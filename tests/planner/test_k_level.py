@@ -42,6 +42,13 @@ def every_k_placement(problem: Problem) -> list[dict[int, int]]:
     return found
 
 
+def best_subset_value(size: tuple[int, ...], profit: dict[int, float], room: int) -> float:
+    """The knapsack's optimum by enumeration (tiny item counts)."""
+    n = len(size)
+    return max(sum(profit[i] for i in subset) for r in range(n + 1) for subset in combinations(range(n), r)
+               if sum(size[i] for i in subset) <= room)
+
+
 def small_problems(seed: str, count: int) -> list[Problem]:
     rng = random.Random(seed)
     problems = []
@@ -60,8 +67,7 @@ def test_knapsack_is_exact_and_its_choice_fits() -> None:
         profit = {i: rng.choice([rng.uniform(-3, 10), float(rng.randint(1, 5))]) for i in range(n)}
         room = rng.randint(0, 30)
         value, chosen = knapsack(list(range(n)), size, profit, room)
-        best = max(sum(profit[i] for i in subset) for r in range(n + 1) for subset in combinations(range(n), r)
-                   if sum(size[i] for i in subset) <= room)
+        best = best_subset_value(size, profit, room)
         assert abs(value - max(best, 0.0)) < 1e-9
         assert sum(size[i] for i in chosen) <= room and abs(sum(profit[i] for i in chosen) - value) < 1e-9
 
@@ -290,7 +296,6 @@ def test_knapsack_on_large_rooms_is_exact() -> None:
         profit = {i: rng.choice([rng.uniform(-3, 10), float(rng.randint(1, 5)), 2.0]) for i in range(n)}
         room = rng.randint(2000, 12000)
         value, chosen = knapsack(list(range(n)), size, profit, room)
-        best = max(sum(profit[i] for i in subset) for r in range(n + 1) for subset in combinations(range(n), r)
-                   if sum(size[i] for i in subset) <= room)
+        best = best_subset_value(size, profit, room)
         assert abs(value - max(best, 0.0)) < 1e-9
         assert sum(size[i] for i in chosen) <= room and abs(sum(profit[i] for i in chosen) - value) < 1e-9
