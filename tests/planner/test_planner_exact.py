@@ -15,7 +15,7 @@ from tao_harness.planner.credit import best_credit_subsets, k_optimal_options
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.dp import BudgetExceeded, exact_dp
 from tao_harness.planner.problem import Packer, Problem, Solution, is_feasible
-from tao_harness.planner.reference import brute_force, milp_lexicographic, objective
+from tao_harness.planner.reference import _closed, brute_force, milp_lexicographic, objective
 from tao_harness.planner.solve import _repacked, solve
 
 from test_twins import twin_problem
@@ -181,6 +181,15 @@ def test_milp_reference_agrees_with_brute_force() -> None:
     for _ in range(4):
         problem = random_problem(rng)
         assert milp_lexicographic(problem) == brute_force(problem)
+
+
+def test_the_milp_reference_takes_a_level_as_solved_only_when_its_dual_bound_closes() -> None:
+    """HiGHS reported "optimal" at T = 477,440 with its dual bound at 477,695.99 (an independent 64 x 8
+    snapshot; a feasible plan has 477,696): the reference trusts a level only when no integer above its
+    value is left under the bound (the bound is of the minimized −value)."""
+    assert not _closed(477_440, -477_695.99)
+    assert _closed(477_696, -477_696.0000001) and _closed(10, -10.9) and not _closed(10, -11.0)
+    assert not _closed(10, float("nan")) and _closed(10, None)
 
 
 @settings(max_examples=60, deadline=None)
