@@ -63,7 +63,6 @@ def milp_lexicographic(
     for column in columns[:levels]:
         # gap 0: HiGHS's default (1e-4 relative) stops short of the optimum, and a planner checked against
         # it passes a plan that is short (seen: 28 credit below K* = 732,052, everywhere 160 x 8)
-        value = None
         for presolve in (True, False):
             result = milp(-np.array(column), constraints=constraints, integrality=np.ones(count),
                           bounds=Bounds(0, 1),

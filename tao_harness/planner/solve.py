@@ -123,6 +123,7 @@ def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline
             return Solution(placement, "dp", states=states, bound=objective(problem, placement))
         listed = round(_LISTED_OPTIONS * _smallness(problem))
         options = None if common.complete else k_optimal_placements(problem, common, level.value, listed)
+        options_bound = None
         if options and forced in options:
             # every K-optimal plan holds one of them: the best plan around each, as the certificate's ties,
             # in what the search around `forced` left of the rest's time
@@ -131,9 +132,9 @@ def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline
             placement, states = dict(finished.placement), states + finished.states
             if not finished.fallback:
                 return Solution(placement, "dp", states=states, bound=objective(problem, placement))
-            bound = options_bound or bound_holding(problem, common.pairs, level.bound)
-        else:  # every K-optimal plan holds the common pairs: the rest around them bounds its (R, T, N)
-            bound = bound_holding(problem, common.pairs, level.bound)
+        # the options' bound, else (no options, or not all of them bounded in time) the rest around the
+        # common pairs, which every K-optimal plan holds, bounds its (R, T, N)
+        bound = options_bound or bound_holding(problem, common.pairs, level.bound)
         if objective(problem, placement) == bound:
             return Solution(placement, "dp", states=states, bound=bound)
     if problem.n > _WHOLE_DP_SESSIONS:

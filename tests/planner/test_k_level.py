@@ -42,11 +42,14 @@ def every_k_placement(problem: Problem) -> list[dict[int, int]]:
     return found
 
 
-def best_subset_value(size: tuple[int, ...], profit: dict[int, float], room: int) -> float:
-    """The knapsack's optimum by enumeration (tiny item counts)."""
+def assert_knapsack_exact(size: tuple[int, ...], profit: dict[int, float], room: int) -> None:
+    """`knapsack` reaches the optimum found by enumeration (tiny item counts), and its choice fits."""
     n = len(size)
-    return max(sum(profit[i] for i in subset) for r in range(n + 1) for subset in combinations(range(n), r)
+    value, chosen = knapsack(list(range(n)), size, profit, room)
+    best = max(sum(profit[i] for i in subset) for r in range(n + 1) for subset in combinations(range(n), r)
                if sum(size[i] for i in subset) <= room)
+    assert abs(value - max(best, 0.0)) < 1e-9
+    assert sum(size[i] for i in chosen) <= room and abs(sum(profit[i] for i in chosen) - value) < 1e-9
 
 
 def small_problems(seed: str, count: int) -> list[Problem]:
@@ -66,10 +69,7 @@ def test_knapsack_is_exact_and_its_choice_fits() -> None:
         size = tuple(rng.randint(0, 12) for _ in range(n))
         profit = {i: rng.choice([rng.uniform(-3, 10), float(rng.randint(1, 5))]) for i in range(n)}
         room = rng.randint(0, 30)
-        value, chosen = knapsack(list(range(n)), size, profit, room)
-        best = best_subset_value(size, profit, room)
-        assert abs(value - max(best, 0.0)) < 1e-9
-        assert sum(size[i] for i in chosen) <= room and abs(sum(profit[i] for i in chosen) - value) < 1e-9
+        assert_knapsack_exact(size, profit, room)
 
 
 def test_lp_bounds_hold_every_placement() -> None:
@@ -272,8 +272,9 @@ def test_the_common_pairs_hold_with_credits_far_past_a_cache() -> None:
 
 
 def test_flat_credit_settled_by_the_lp_bound_takes_no_step_and_is_exact() -> None:
-    """With flat credit a refilled LP placement reaching the LP bound (floored) ends the K level at once:
-    no fills' ceiling, no subgradient step; the placement is still K-optimal (brute force)."""
+    """With flat credit a refilled LP placement (or node fill) reaching the LP bound (floored) ends the K
+    level at once: no subgradient step, no packing-only ceiling; the placement is still K-optimal (brute
+    force)."""
     rng = random.Random("flat tight")
     settled = 0
     for _ in range(60):
@@ -295,7 +296,4 @@ def test_knapsack_on_large_rooms_is_exact() -> None:
         size = tuple(rng.choice([0, rng.randint(1, 4000), rng.randint(1, 4000), 1500]) for _ in range(n))
         profit = {i: rng.choice([rng.uniform(-3, 10), float(rng.randint(1, 5)), 2.0]) for i in range(n)}
         room = rng.randint(2000, 12000)
-        value, chosen = knapsack(list(range(n)), size, profit, room)
-        best = best_subset_value(size, profit, room)
-        assert abs(value - max(best, 0.0)) < 1e-9
-        assert sum(size[i] for i in chosen) <= room and abs(sum(profit[i] for i in chosen) - value) < 1e-9
+        assert_knapsack_exact(size, profit, room)
