@@ -23,6 +23,7 @@ from numba import njit
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.k_arrays import OPEN, DualArrays
 from tao_harness.planner.k_polish import polish
+from tao_harness.planner.k_forced import forced_tables, forced_values
 from tao_harness.planner.knapsack import float_slack, knapsack_kernel
 
 _SLACK = 0.003  # how far below the best raw repair so far a repair is still polished (measured on the
@@ -32,6 +33,9 @@ _CHECK_EVERY_S = 0.0003  # time between deadline checks: a chunk is as many step
 # steps overran a 30 ms deadline by 40 ms there)
 _CHUNK_MAX = 8  # steps per chunk at most
 _STALL = 4  # steps without a better bound before the step size halves
+_SEARCH_CELLS = 20_000  # positive items x room past which a probe searches its forced values
+# (planner/k_forced.py), in at most ...
+_CELLS_PER_NODE = 2  # ... half as many search nodes (~6 ns each) as the tables' cells (~3 ns), else tables
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,16 +222,27 @@ def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int
     are the lowest, so the fewest of them survive (measured on the everywhere shape, 160 x 8: 423 search
     nodes over 100 snapshots, against 757 splitting on the session with the most ways).
 
-    None when `deadline` passes before every node's tables are built (checked before each node's: at
+    Each node's knapsack first, then its forced ones: their sum L(λ) tells how much a way may lose on one
+    node before it is closed, and no forced knapsack needs to be exact below that (planner/k_forced.py;
+    on rooms of thousands of quanta the tables took 0.28 ms a node on average, up to 12, the searches 0.05).
+
+    None when `deadline` passes before every node's forced knapsacks are found (checked before each node's: at
     640 x 8 with credit on most nodes a probe takes ~20 ms, and one begun just before a 30 ms deadline
     overran it by 25 ms)."""
     m, pairs = len(arrays.room), len(arrays.pair_session)
     node_value, forced_in, forced_out = np.zeros(m), np.zeros(pairs), np.zeros(pairs)
+    take = np.zeros(pairs, dtype=np.bool_)
     layout = arrays.layout()
     for b in range(m):
         if deadline is not None and deadline.passed():
             return None
-        node_value[b] = _node_tables(b, *layout, lam, forced_in, forced_out)
+        node_value[b] = _node_knapsack(b, *layout, lam, take)
+    # a way loses at least this much on one node: closed, so no forced value below it needs to be exact
+    floor_loss = _total(arrays, lam, node_value, fixed_value) - best_value - step / 2
+    for b in range(m):
+        if deadline is not None and deadline.passed():
+            return None
+        _node_forced(b, *layout, lam, node_value[b], take, floor_loss, forced_in, forced_out)
     settled, place, drop, split_session, way_bound = _ways(
         *layout, lam, node_value, forced_in, forced_out, float(fixed_value), float(best_value), float(step))
     split: list[tuple[int, int, int | None]] = []
@@ -241,16 +256,44 @@ def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int
     return ProbeOutcome(bool(settled), place, drop, split)
 
 
+def _total(arrays: DualArrays, lam: np.ndarray, node_value: np.ndarray, fixed_value: int) -> float:
+    """L(λ): the bound every way's bound is taken from (as `_ways` sums it)."""
+    return float(fixed_value + node_value.sum() + lam[arrays.shared].sum())
+
+
 @njit(cache=True)
-def _node_tables(b, size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node,
-                 by_credit, shared, lam, forced_in, forced_out):
-    """Node b's knapsack at `lam`, and per pair of node b the knapsack with its session forced in and out
-    (written into `forced_in`, `forced_out`); returns the knapsack's value."""
+def _node_knapsack(b, size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node,
+                   by_credit, shared, lam, take):
+    """Node b's knapsack at `lam`: its value, the pairs it takes marked in `take`."""
     sizes, profits = _node_items(b, size, node_start, pair_session, pair_credit, lam)
-    value, took_in, took_out = forced_tables(sizes, profits, room[b])
-    forced_in[node_start[b]:node_start[b + 1]] = took_in
-    forced_out[node_start[b]:node_start[b + 1]] = took_out
+    value, took = knapsack_kernel(sizes, profits, room[b])
+    take[node_start[b]:node_start[b + 1]] = took
     return value
+
+
+@njit(cache=True)
+def _node_forced(b, size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node,
+                 by_credit, shared, lam, value, take, floor_loss, forced_in, forced_out):
+    """Per pair of node b, its knapsack with the pair's session forced in and out (written into
+    `forced_in`, `forced_out`; planner/k_forced.py): searched when the tables would be large, the tables
+    when they are small or the search runs past its nodes."""
+    lo, hi = node_start[b], node_start[b + 1]
+    sizes, profits = _node_items(b, size, node_start, pair_session, pair_credit, lam)
+    positive, total = 0, 0
+    for j in range(hi - lo):
+        if profits[j] > 0:
+            positive += 1
+            total += sizes[j]
+    cells = positive * min(room[b], total)  # the tables'
+
+    found = False
+    if cells > _SEARCH_CELLS:
+        found, took_in, took_out = forced_values(sizes, profits, room[b], value, take[lo:hi], floor_loss,
+                                                 cells // _CELLS_PER_NODE)
+    if not found:
+        _, took_in, took_out = forced_tables(sizes, profits, room[b])
+    forced_in[lo:hi] = took_in
+    forced_out[lo:hi] = took_out
 
 
 @njit(cache=True)
@@ -311,62 +354,3 @@ def _node_items(b, size, node_start, pair_session, pair_credit, lam):
         sizes[q - lo] = size[pair_session[q]]
         profits[q - lo] = pair_credit[q] - lam[pair_session[q]]
     return sizes, profits
-
-
-@njit(cache=True)
-def forced_tables(size: np.ndarray, profit: np.ndarray, room: int) -> tuple[float, np.ndarray, np.ndarray]:
-    """KP (the knapsack of items j, `size[j]` int64 and `profit[j]` float64, within `room`), and per item
-    the knapsack with it forced in and forced out: "best within c" tables forward and backward over the
-    items of positive profit, joined around each one. An item of profit ≤ 0 is never taken unless forced
-    in, so leaving it out changes nothing and forcing it in costs one lookup in the whole table (under the
-    multipliers most of a node's items are priced out: with credit on every node a session is wanted by
-    one or two of them). The tables stop at the positive items' total size when that is below the room:
-    past it every table is flat."""
-    n = size.shape[0]
-    positive = np.empty(n, dtype=np.int64)
-    k, total = 0, 0
-    for j in range(n):
-        if profit[j] > 0:
-            positive[k] = j
-            k += 1
-            total += size[j]
-    width = min(room, total)
-    forward = np.zeros((k + 1, width + 1))
-    backward = np.zeros((k + 1, width + 1))  # backward[t]: positive items t..k−1
-    for t in range(k):
-        _add(forward[t], forward[t + 1], size[positive[t]], profit[positive[t]])
-    for t in range(k - 1, -1, -1):
-        _add(backward[t + 1], backward[t], size[positive[t]], profit[positive[t]])
-    whole = forward[k]
-    forced_in, forced_out = np.empty(n), np.empty(n)
-    for j in range(n):  # priced out: the whole knapsack without it, or it beside the best of the rest
-        forced_out[j] = whole[width]
-        forced_in[j] = profit[j] + whole[min(room - size[j], width)] if size[j] <= room else -np.inf
-    for t in range(k):
-        j = positive[t]
-        forced_out[j] = _join(forward[t], backward[t + 1], room, width)
-        forced_in[j] = profit[j] + _join(forward[t], backward[t + 1], room - size[j], width) \
-            if size[j] <= room else -np.inf
-    return whole[width], forced_in, forced_out
-
-
-@njit(cache=True)
-def _join(before: np.ndarray, after: np.ndarray, capacity: int, width: int) -> float:
-    """The best of two "best within c" tables (flat past `width`) sharing `capacity` ≥ 0 between them."""
-    lo, hi = max(0, capacity - width), min(capacity, width)
-    if lo > hi:  # both past their flat point
-        return before[width] + after[width]
-    best = -np.inf
-    for c in range(lo, hi + 1):
-        best = max(best, before[c] + after[capacity - c])
-    return best
-
-
-@njit(cache=True)
-def _add(table: np.ndarray, out: np.ndarray, w: int, p: float) -> None:
-    """`out`: the "best within c" table `table` with one more item (profit p > 0; one wider than the table
-    is never taken)."""
-    out[:] = table
-    for c in range(w, table.shape[0]):
-        if table[c - w] + p > out[c]:
-            out[c] = table[c - w] + p

@@ -5,7 +5,7 @@ Compiled with numba (`knapsack_kernel`): the Lagrangian solves thousands of thes
 and in Python their bookkeeping, not the DP, was most of the planner's time. numba caches the machine
 code beside this file (or in the user's cache when that is read-only); the first call of a new install
 compiles it, about a second. Rooms of thousands of quanta (16-token quanta on large replicas) make each
-DP pass cost milliseconds: past `_SEARCH_CELLS` a branch and bound is tried first (`_branch_and_bound`).
+DP pass cost milliseconds: past `_SEARCH_CELLS` a branch and bound is tried first (`search_above`).
 """
 
 from __future__ import annotations
@@ -42,18 +42,12 @@ def knapsack(items: list[int], size: tuple[int, ...], profit: dict[int, float], 
 
 
 @njit(cache=True)
-def _branch_and_bound(items: np.ndarray, size: np.ndarray, profit: np.ndarray, room: int, take: np.ndarray
-                      ) -> tuple[bool, float]:
-    """Horowitz-Sahni depth-first search over `items` (positive profit; ordered here best profit per size
-    first, larger first among equal ratios): the most profit within `room`, its items marked in `take`;
-    (False, 0) past `_SEARCH_NODES` nodes (`take` untouched: the DP takes over). Each node extends the
-    current choice greedily and is bounded by Dantzig's bound (the first item that does not fit, in part);
-    a node whose bound does not exceed the best value found is left. Items alike (same size and profit:
-    sessions of one task template) are taken as a prefix of their run: leaving one out leaves out those
-    after it, else the search would visit every arrangement of them. Exact up to float rounding, as the DP
-    is."""
+def ratio_order(items: np.ndarray, size: np.ndarray, profit: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`items` (positive profit) ordered for `search_above`: best profit per size first, larger first among
+    equal ratios (so items alike sit together); their sizes, profits and alike runs (see `alike_runs`)."""
     n = items.shape[0]
-    by_size = items[np.argsort(-size[items], kind="mergesort")]  # ties in ratio: larger first, alike together
+    by_size = items[np.argsort(-size[items], kind="mergesort")]
     ratio = np.empty(n)
     for t in range(n):
         ratio[t] = -profit[by_size[t]] / max(size[by_size[t]], 1e-9)
@@ -62,16 +56,50 @@ def _branch_and_bound(items: np.ndarray, size: np.ndarray, profit: np.ndarray, r
     p = np.empty(n)
     for t in range(n):
         w[t], p[t] = size[ordered[t]], profit[ordered[t]]
-    run_end = np.empty(n, dtype=np.int64)  # past the last item alike to item t
+    return ordered, w, p, alike_runs(w, p)
+
+
+@njit(cache=True)
+def size_gcd(w: np.ndarray) -> int:
+    """The gcd of the sizes (1 when there are none, or all are 0): every total of them is a multiple of it,
+    so a room can be taken down to one (sizes in whole blocks of a unit coarser than the quantum). Exact,
+    and it lets the search's bound reach the optimum when the items fill what they can."""
+    g = 0
+    for t in range(w.shape[0]):
+        g = math.gcd(g, w[t])
+    return max(g, 1)
+
+
+@njit(cache=True)
+def alike_runs(w: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Per item t, the index past the last item alike to it (same size and profit) that follows it."""
+    n = w.shape[0]
+    run_end = np.empty(n, dtype=np.int64)
     for t in range(n - 1, -1, -1):
         run_end[t] = run_end[t + 1] if t + 1 < n and w[t + 1] == w[t] and p[t + 1] == p[t] else t + 1
-    chosen = np.zeros(n, dtype=np.bool_)
-    best_chosen = np.zeros(n, dtype=np.bool_)
-    best, value, cap, j, nodes = -1.0, 0.0, room, 0, 0
+    return run_end
+
+
+@njit(cache=True)
+def search_above(w: np.ndarray, p: np.ndarray, run_end: np.ndarray, room: int, lower: float, nodes: int,
+                 chosen: np.ndarray) -> tuple[float, int]:
+    """Horowitz-Sahni depth-first search for the most profit above `lower` within `room`, over items
+    ordered by `ratio_order` (w, p, run_end): that profit (`lower` when none is above it) and the nodes
+    left of the `nodes` given (negative: the search stopped there, its value unknown). `chosen` (bool, as
+    long as w) is left marking the best items found above `lower`, when one is.
+
+    Each node extends the current choice greedily and is bounded by Dantzig's bound (the first item that
+    does not fit, in part); a node whose bound does not exceed the best value so far is left. Items alike
+    (sessions of one task template) are taken as a prefix of their run: leaving one out leaves out those
+    after it, else the search would visit every arrangement of them. Exact up to float rounding, as the
+    DP is; a high `lower` (the probes: only values near the optimum matter) prunes most of the tree."""
+    n = w.shape[0]
+    current = np.zeros(n, dtype=np.bool_)
+    best, value, cap, j = lower, 0.0, room, 0
     while True:
-        nodes += 1
-        if nodes > _SEARCH_NODES:
-            return False, 0.0
+        nodes -= 1
+        if nodes < 0:
+            return best, nodes
         bound, left, k = value, cap, j
         while k < n and w[k] <= left:
             bound += p[k]
@@ -81,29 +109,23 @@ def _branch_and_bound(items: np.ndarray, size: np.ndarray, profit: np.ndarray, r
             bound += p[k] * left / w[k]
         if bound > best:  # forward: take the items that fit, leave out the first that does not
             for t in range(j, k):
-                chosen[t] = True
+                current[t] = True
                 value += p[t]
             cap, j = left, k + 1
             if j < n:
                 continue
             if value > best:  # a leaf: every item decided
                 best = value
-                best_chosen[:] = chosen
+                chosen[:] = current
         i = min(j, n) - 1  # back to the last item taken, left out this time
-        while i >= 0 and not chosen[i]:
+        while i >= 0 and not current[i]:
             i -= 1
         if i < 0:
-            break
-        chosen[i] = False
+            return best, nodes
+        current[i] = False
         value -= p[i]
         cap += w[i]
         j = run_end[i]
-    total = 0.0
-    for t in range(n):
-        if best_chosen[t]:
-            take[ordered[t]] = True
-            total += p[t]
-    return True, total
 
 
 @njit(cache=True)
@@ -164,9 +186,13 @@ def knapsack_kernel(size: np.ndarray, profit: np.ndarray, room: int) -> tuple[fl
             free_count += 1
     free = free[:free_count]
     if free_count * cap > _SEARCH_CELLS:
-        found, searched = _branch_and_bound(free, size, profit, cap, take)
-        if found:
-            return value + searched, take
+        ordered, w, p, run_end = ratio_order(free, size, profit)
+        chosen = np.zeros(free_count, dtype=np.bool_)
+        g = size_gcd(w)
+        _, nodes_left = search_above(w, p, run_end, cap // g * g, -1.0, _SEARCH_NODES, chosen)
+        if nodes_left >= 0:  # its sum again, not the search's running one (which added and took back)
+            take[ordered[chosen]] = True
+            return value + p[chosen].sum(), take
     free = free[np.argsort(size[free], kind="mergesort")]
     best = np.zeros(cap + 1)
     took = np.zeros((free_count, cap + 1), dtype=np.bool_)

@@ -15,7 +15,8 @@ import numpy as np
 
 from tao_harness.planner.certificate import surrogate_knapsack
 from tao_harness.planner.k_arrays import OPEN, DualArrays
-from tao_harness.planner.k_dual import dual_steps, forced_tables, probe
+from tao_harness.planner.k_dual import dual_steps, probe
+from tao_harness.planner.k_forced import forced_tables, forced_values
 from tao_harness.planner.k_mip import k_branch_and_cut
 from tao_harness.planner.k_polish import polish_placement
 from tao_harness.planner.knapsack import float_slack, knapsack_kernel
@@ -30,6 +31,7 @@ def warm_up() -> None:
     knapsack_kernel(size, profit, 2)
     float_slack(1.0)  # also called from Python (planner/lagrange.py): its own dispatch, ~3 ms to load
     forced_tables(size, profit, 2)
+    forced_values(size, profit, 2, 2.0, np.array([False, True]), 1.0, 10)
     arrays = DualArrays.of([{0: 1, 1: 2}, {1: 2}], [2, 2], size)
     dual_steps(arrays, np.zeros(2), 1, 0, -1, 1, 1.0, math.inf)
     probe(arrays, np.zeros(2), 0, -1, 1)

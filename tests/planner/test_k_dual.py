@@ -12,8 +12,9 @@ import numpy as np
 
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.k_arrays import OPEN, DualArrays
-from tao_harness.planner.k_dual import dual_steps, forced_tables, probe
-from tao_harness.planner.knapsack import float_slack
+from tao_harness.planner.k_dual import dual_steps, probe
+from tao_harness.planner.k_forced import forced_tables, forced_values
+from tao_harness.planner.knapsack import float_slack, knapsack_kernel
 from tao_harness.planner.lagrange import credit_matrix
 from tao_harness.planner.problem import build_problem, is_feasible
 from tao_harness.planner.shapes import SHAPES
@@ -41,6 +42,54 @@ def test_forced_tables_match_brute_force() -> None:
             others = [k for k in taken if k != j]
             assert abs(forced_out[j] - best_subset(size, profit, others, room)) < 1e-9
             assert abs(forced_in[j] - profit[j] - best_subset(size, profit, others, room - size[j])) < 1e-9
+
+
+def assert_forced_values_agree(size: np.ndarray, profit: np.ndarray, room: int, floor_loss: float) -> None:
+    """`forced_values` against the tables: each forced value exact where it is above the knapsack minus
+    `floor_loss`, else reported at that floor (never below the exact one: the probe's bounds hold)."""
+    exact_value, exact_in, exact_out = forced_tables(size, profit, room)
+    value, take = knapsack_kernel(size, profit, room)
+    assert abs(value - exact_value) < 1e-6
+    found, forced_in, forced_out = forced_values(size, profit, room, value, take, floor_loss, 10 ** 9)
+    assert found
+    floor = value - floor_loss
+    for exact, got in ((exact_in, forced_in), (exact_out, forced_out)):
+        for j in range(len(size)):
+            if exact[j] > floor + 1e-6:
+                assert abs(got[j] - exact[j]) < 1e-6
+            elif math.isfinite(exact[j]):
+                assert exact[j] - 1e-6 <= got[j] <= floor + 1e-6
+            else:
+                assert got[j] == -math.inf
+
+
+def test_forced_values_match_the_tables() -> None:
+    """Small items against brute force through the tables, and rooms of thousands of quanta with items of a
+    few profits per size (the K level's knapsacks at its multipliers: near-equal ratios), alike items,
+    items of no size and sizes with a common factor; floors from nothing pruned to everything."""
+    rng = random.Random("forced-values")
+    for trial in range(300):
+        large = trial % 3 == 0
+        n = rng.randint(1, 40 if large else 8)
+        scale, unit = (400, rng.choice([1, 16])) if large else (1, 1)  # unit: sizes in whole blocks
+        size = [unit * rng.choice([0, rng.randint(1, 9) * scale + rng.randint(0, scale - 1)])
+                for _ in range(n)]
+        ratio = rng.choice([0.5, 1.0, 1.25])
+        profit = [rng.choice([ratio * size[j] + rng.uniform(-2, 2), rng.uniform(-4, 10) * scale, 3.0 * scale])
+                  for j in range(n)]
+        room = rng.randint(max(size), sum(size) + 1)
+        floor_loss = rng.choice([-1.0, 0.0, rng.uniform(0, 3 * scale), math.inf])
+        assert_forced_values_agree(np.array(size, dtype=np.int64), np.array(profit), room, floor_loss)
+
+
+def test_forced_values_stop_at_their_node_budget() -> None:
+    rng = random.Random("forced-budget")
+    size = np.array([rng.randint(300, 900) for _ in range(40)], dtype=np.int64)
+    profit = size * 0.75 + np.array([rng.uniform(-1, 1) for _ in range(40)])
+    room = int(size.sum() // 2)
+    value, take = knapsack_kernel(size, profit, room)
+    assert not forced_values(size, profit, room, value, take, math.inf, 10)[0]
+    assert forced_values(size, profit, room, value, take, math.inf, 10 ** 9)[0]
 
 
 def small_k_problems(seed: str, count: int):

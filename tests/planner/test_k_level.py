@@ -14,6 +14,7 @@ from tao_harness.planner.bound import bound_holding, lexicographic_bound
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.fill import node_fills
 from tao_harness.planner.k_arrays import DualArrays
+from tao_harness.planner.k_forced import forced_tables
 from tao_harness.planner.k_lp import k_relaxation
 from tao_harness.planner.k_polish import polish_placement
 from tao_harness.planner.k_unique import k_common_pairs, k_optimal_placements
@@ -289,11 +290,25 @@ def test_flat_credit_settled_by_the_lp_bound_takes_no_step_and_is_exact() -> Non
 
 def test_knapsack_on_large_rooms_is_exact() -> None:
     """Rooms of thousands of quanta take the branch and bound before the DP (planner/knapsack.py): the
-    same optimum as brute force, ties and zero sizes included, and the choice fits."""
+    same optimum as brute force, ties, zero sizes and sizes in whole blocks (a common factor the room
+    lacks) included, and the choice fits."""
     rng = random.Random("large rooms")
     for _ in range(300):
         n = rng.randint(1, 12)
-        size = tuple(rng.choice([0, rng.randint(1, 4000), rng.randint(1, 4000), 1500]) for _ in range(n))
+        unit = rng.choice([1, 16])
+        size = tuple(unit * rng.choice([0, rng.randint(1, 400), rng.randint(1, 4000 // unit), 90])
+                     for _ in range(n))
         profit = {i: rng.choice([rng.uniform(-3, 10), float(rng.randint(1, 5)), 2.0]) for i in range(n)}
         room = rng.randint(2000, 12000)
         assert_knapsack_exact(size, profit, room)
+    for _ in range(200):  # many items, against the forced tables' DP (exact: test_k_dual.py)
+        n = rng.randint(10, 40)
+        unit = rng.choice([1, 16])
+        size = tuple(unit * rng.randint(1, 6000 // unit) for _ in range(n))
+        ratio = rng.uniform(0.5, 2)  # near-equal ratios: the search's hard case
+        profit = {i: ratio * size[i] + rng.choice([0.0, rng.uniform(-1, 1)]) for i in range(n)}
+        room = rng.randint(sum(size) // 4, sum(size) // 2)
+        value, chosen = knapsack(list(range(n)), size, profit, room)
+        exact, _, _ = forced_tables(np.array(size, dtype=np.int64), np.array(list(profit.values())), room)
+        assert abs(value - exact) < 1e-6
+        assert sum(size[i] for i in chosen) <= room and abs(sum(profit[i] for i in chosen) - value) < 1e-6
