@@ -34,7 +34,7 @@ import random
 import statistics
 import sys
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from time import process_time
 from typing import Iterable, Iterator
@@ -182,9 +182,15 @@ def _native_stdout_silenced() -> Iterator[None]:
         os.close(saved)
 
 
-def drawn(shape: str, sessions: int, nodes: int, trials: int, seed: int) -> Iterable[Snapshot]:
+def drawn(shape: str, sessions: int, nodes: int, trials: int, seed: int, quantum_tokens: int | None = None
+          ) -> Iterable[Snapshot]:
+    """`trials` snapshots of `shape`, planned in quanta of `quantum_tokens` when given (else the shape's)."""
     rng = random.Random(f"{seed}/{shape}/{sessions}x{nodes}")
-    return (SHAPES[shape](rng, sessions, nodes) for _ in range(trials))
+    for _ in range(trials):
+        snapshot = SHAPES[shape](rng, sessions, nodes)
+        if quantum_tokens is not None:
+            snapshot = replace(snapshot, params=replace(snapshot.params, quantum_tokens=quantum_tokens))
+        yield snapshot
 
 
 def recorded(folder: Path) -> list[Snapshot]:
@@ -207,6 +213,10 @@ def main(argv: list[str] | None = None) -> int:
                              "slower (T is the hard level)")
     parser.add_argument("--replay", type=Path, action="append", default=[],
                         help="a folder of recorded snapshots (*.json, searched recursively)")
+    parser.add_argument("--quantum-tokens", type=int, default=None,
+                        help="plan the drawn snapshots in quanta of this many tokens (default: the shapes' "
+                             "256); 16, vLLM's block size, makes rooms thousands of quanta, where each "
+                             "node's knapsack costs the most")
     parser.add_argument("--seed", type=int, default=1, help="random seed")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON objects, not a table")
     parser.add_argument("--deadline-ms", type=float, default=PlannerConfig().deadline_ms,
@@ -221,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc).splitlines()[0])
     if min(args.trials, args.milp_samples, args.milp_unproven) < 0 or args.milp_seconds <= 0:
         parser.error("--trials, --milp-samples and --milp-unproven must be ≥ 0, --milp-seconds > 0")
+    if args.quantum_tokens is not None and args.quantum_tokens < 1:
+        parser.error("--quantum-tokens must be ≥ 1")
     milp = MilpCheck(args.milp_samples, args.milp_unproven, args.milp_seconds, args.milp_levels)
     shapes = [s for s in args.shapes.split(",") if s]
     unknown = [s for s in shapes if s not in SHAPES]
@@ -238,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     for shape in shapes:
         for n, m in sizes:
-            snapshots = drawn(shape, n, m, args.trials, args.seed)
+            snapshots = drawn(shape, n, m, args.trials, args.seed, args.quantum_tokens)
             rows.append(bench_row(shape, f"{n}x{m}", snapshots, milp, config))
             print(" ".join(str(cell) for cell in rows[-1].cells()), file=sys.stderr, flush=True)  # progress
     for folder in args.replay:

@@ -62,6 +62,16 @@ def test_the_unproven_check_takes_the_plans_whose_k_is_not_proven() -> None:
     assert 0 <= check["worst_shortfall"] <= row["worst_k_gap"] + 1e-9
 
 
+def test_fine_quanta_plan_the_same_snapshots_in_rooms_of_thousands_of_quanta() -> None:
+    done = _bench("--shapes", "copies", "--sizes", "12x3", "--trials", "3", "--milp-samples", "3",
+                  "--milp-seconds", "30", "--quantum-tokens", "16", "--json")
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)
+    sampled = row["milp_samples"]
+    # the MILP plans the same problem (16-token quanta): every proven K is its optimum
+    assert sampled["checked"] == 3 and row["k_proven"] == 1 and sampled["at_optimum"] == 3
+
+
 def test_the_table_names_its_columns() -> None:
     done = _bench("--shapes", "ours", "--sizes", "8x2", "--trials", "2", "--milp-samples", "0")
     assert done.returncode == 0, done.stderr
@@ -74,6 +84,7 @@ def test_bad_arguments_are_one_line_errors() -> None:
     for args, needle in ((["--sizes", "160"], "size '160' is not SESSIONSxNODES"),
                          (["--shapes", "ours,nope"], "unknown shape 'nope'"),
                          (["--milp-unproven", "-1"], "must be ≥ 0"),
+                         (["--quantum-tokens", "0"], "--quantum-tokens must be ≥ 1"),
                          (["--milp-levels", "2"], "invalid choice: 2")):
         done = _bench(*args)
         assert done.returncode == 2 and done.stdout == ""
