@@ -19,8 +19,7 @@ versions) counts as proven exactly when it did not fall back.
 
     .venv/bin/python scripts/bench_planner.py [--shapes ours,all] [--sizes 32x4,160x8] [--trials 200]
         [--milp-samples 5] [--milp-unproven 0] [--milp-seconds 120] [--milp-levels 1|4] [--replay DIR]
-        [--deadline-ms 30]
-        [--deadline-clock cpu|wall] [--json]
+        [--deadline-ms 30] [--deadline-clock cpu|wall] [--quantum-tokens 16] [--json]
 """
 
 from __future__ import annotations

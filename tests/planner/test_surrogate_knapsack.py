@@ -60,3 +60,20 @@ def test_packed_values_near_two_to_the_62_stay_exact() -> None:
     size, gain = [2, 1, 1], [base, base // 2, base // 2 + 1]
     assert float(gain[0]) == float(gain[1] + gain[2])
     assert sorted(surrogate_knapsack([0, 1, 2], size, gain, 2)) == [1, 2]
+
+
+def test_many_items_and_packed_gains_as_the_plain_table() -> None:
+    """Sessions' packed values (ready, then footprint, then one each: R·2^44 + T·2^12 + 1, footprints close
+    to proportional to sizes) and rooms of a few thousand quanta: the items every optimum takes or none
+    does are set aside before the DP, and the choice stays the plain table's."""
+    rng = random.Random(11)
+    for _ in range(60):
+        n = rng.randint(10, 40)
+        size = [rng.randint(1, 400) for _ in range(n)]
+        gain = [(rng.random() < 0.4) * 2 ** 44 + (16 * size[i] - rng.randint(0, 15)) * 2 ** 12 + 1
+                for i in range(n)]
+        items = list(range(n))
+        capacity = rng.randint(sum(size) // 4, sum(size) * 3 // 4)
+        chosen = surrogate_knapsack(items, size, gain, capacity)
+        assert sum(size[i] for i in chosen) <= capacity
+        assert chosen == table_choice(items, size, gain, capacity)
