@@ -39,8 +39,9 @@ class Deadline:
         return self.clock() > self.at and time.thread_time() >= self.cpu_floor_at
 
     def left(self) -> float:
-        """Seconds left on its clock (0 once passed)."""
-        return max(0.0, self.at - self.clock())
+        """Seconds until it passes: left on its clock, or of CPU time before the floor, whichever is more
+        (0 once passed)."""
+        return max(0.0, self.at - self.clock(), self.cpu_floor_at - time.thread_time())
 
     def share(self, fraction: float, at_most_s: float | None = None) -> Deadline:
         """The instant `fraction` of the time left from now, and at most `at_most_s` seconds from now.

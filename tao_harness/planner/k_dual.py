@@ -35,7 +35,10 @@ _CHUNK_MAX = 8  # steps per chunk at most
 _STALL = 4  # steps without a better bound before the step size halves
 _SEARCH_CELLS = 20_000  # positive items x room past which a probe searches its forced values
 # (planner/k_forced.py), in at most ...
-_CELLS_PER_NODE = 2  # ... half as many search nodes (~6 ns each) as the tables' cells (~3 ns), else tables
+_CELLS_PER_NODE = 2  # ... half as many search nodes as the tables' cells, else the tables
+_SEARCH_NODE_S = 6e-9  # a search node's time, and ...
+_TABLE_CELL_S = 3e-9  # ... a table cell's (measured at 160 x 8, rooms of thousands of quanta)
+_NO_DEADLINE_S = 1e6  # the time a probe without a deadline may take (finite: it becomes a node count)
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,9 +229,9 @@ def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int
     node before it is closed, and no forced knapsack needs to be exact below that (planner/k_forced.py;
     on rooms of thousands of quanta the tables took 0.28 ms a node on average, up to 12, the searches 0.05).
 
-    None when `deadline` passes before every node's forced knapsacks are found (checked before each node's: at
-    640 x 8 with credit on most nodes a probe takes ~20 ms, and one begun just before a 30 ms deadline
-    overran it by 25 ms)."""
+    None when `deadline` passes before every node's forced knapsacks are found (checked before each
+    node's: at 640 x 8 with credit on most nodes a probe takes ~20 ms, and one begun just before a 30 ms
+    deadline overran it by 25 ms), or when a node's would take longer than the time left."""
     m, pairs = len(arrays.room), len(arrays.pair_session)
     node_value, forced_in, forced_out = np.zeros(m), np.zeros(pairs), np.zeros(pairs)
     take = np.zeros(pairs, dtype=np.bool_)
@@ -242,7 +245,9 @@ def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int
     for b in range(m):
         if deadline is not None and deadline.passed():
             return None
-        _node_forced(b, *layout, lam, node_value[b], take, floor_loss, forced_in, forced_out)
+        seconds = _NO_DEADLINE_S if deadline is None else deadline.left()
+        if not _node_forced(b, *layout, lam, node_value[b], take, floor_loss, forced_in, forced_out, seconds):
+            return None
     settled, place, drop, split_session, way_bound = _ways(
         *layout, lam, node_value, forced_in, forced_out, float(fixed_value), float(best_value), float(step))
     split: list[tuple[int, int, int | None]] = []
@@ -273,10 +278,12 @@ def _node_knapsack(b, size, room, node_start, pair_session, pair_credit, rank_st
 
 @njit(cache=True)
 def _node_forced(b, size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node,
-                 by_credit, shared, lam, value, take, floor_loss, forced_in, forced_out):
+                 by_credit, shared, lam, value, take, floor_loss, forced_in, forced_out, seconds):
     """Per pair of node b, its knapsack with the pair's session forced in and out (written into
     `forced_in`, `forced_out`; planner/k_forced.py): searched when the tables would be large, the tables
-    when they are small or the search runs past its nodes."""
+    when they are small or the search runs past its nodes. False, nothing written, when the search and
+    the tables would take more than `seconds` (estimated: a probe stopped before a deadline it would
+    overrun; on a room of 70,000 quanta one node's tables took 53 ms)."""
     lo, hi = node_start[b], node_start[b + 1]
     sizes, profits = _node_items(b, size, node_start, pair_session, pair_credit, lam)
     positive, total = 0, 0
@@ -285,15 +292,17 @@ def _node_forced(b, size, room, node_start, pair_session, pair_credit, rank_star
             positive += 1
             total += sizes[j]
     cells = positive * min(room[b], total)  # the tables'
-
-    found = False
     if cells > _SEARCH_CELLS:
+        nodes = min(cells // _CELLS_PER_NODE, int(seconds / _SEARCH_NODE_S))
         found, took_in, took_out = forced_values(sizes, profits, room[b], value, take[lo:hi], floor_loss,
-                                                 cells // _CELLS_PER_NODE)
-    if not found:
+                                                 nodes)
+        if not found and cells * _TABLE_CELL_S > seconds - nodes * _SEARCH_NODE_S:
+            return False
+    if cells <= _SEARCH_CELLS or not found:
         _, took_in, took_out = forced_tables(sizes, profits, room[b])
     forced_in[lo:hi] = took_in
     forced_out[lo:hi] = took_out
+    return True
 
 
 @njit(cache=True)

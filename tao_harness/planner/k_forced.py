@@ -28,7 +28,9 @@ def forced_values(size: np.ndarray, profit: np.ndarray, room: int, value: float,
     `nodes` search nodes in all.
 
     An item the knapsack takes changes nothing forced in, one it leaves changes nothing forced out: one
-    search per item, over the positive items without it."""
+    search per item, over the positive items without it. Items alike (same size and profit: sessions of
+    one task template) share their values, and where the knapsack takes some of them and leaves others,
+    swapping one for another costs nothing: no search."""
     n = size.shape[0]
     forced_in, forced_out = np.full(n, value), np.full(n, value)
     positive = np.empty(n, dtype=np.int64)
@@ -41,34 +43,63 @@ def forced_values(size: np.ndarray, profit: np.ndarray, room: int, value: float,
     where = np.full(n, -1, dtype=np.int64)  # item -> its place in the order
     for t in range(k):
         where[ordered[t]] = t
-    without_w, without_p = np.empty(max(k - 1, 0), dtype=np.int64), np.empty(max(k - 1, 0))
-    chosen, chosen_without = np.zeros(k, dtype=np.bool_), np.zeros(max(k - 1, 0), dtype=np.bool_)
-    lower = value - floor_loss
     g = size_gcd(w)  # of the positive items: a room is worth only its multiples of it
-    for j in range(n):
-        if size[j] > room:
-            forced_in[j] = -np.inf
+    by_profit = np.argsort(profit, kind="mergesort")
+    alike = by_profit[np.argsort(size[by_profit], kind="mergesort")]  # items alike next to each other
+    start = 0
+    while start < n:
+        end = start + 1
+        first = alike[start]
+        while end < n and size[alike[end]] == size[first] and profit[alike[end]] == profit[first]:
+            end += 1
+        if size[first] > room:
+            for r in range(start, end):
+                forced_in[alike[r]] = -np.inf
+            start = end
             continue
-        t = where[j]
-        if t < 0:  # priced out: forced in beside the best of the positive items
-            best, nodes = search_above(w, p, run_end, (room - size[j]) // g * g, lower - profit[j], nodes,
-                                         chosen)
-            forced_in[j] = profit[j] + best
-        else:
-            without_w[:t], without_w[t:] = w[:t], w[t + 1:]
-            without_p[:t], without_p[t:] = p[:t], p[t + 1:]
-            runs = alike_runs(without_w, without_p)
-            if take[j]:
-                best, nodes = search_above(without_w, without_p, runs, room // g * g, lower, nodes,
-                                             chosen_without)
-                forced_out[j] = best
+        taken = left = 0
+        for r in range(start, end):
+            if take[alike[r]]:
+                taken += 1
             else:
-                best, nodes = search_above(without_w, without_p, runs, (room - size[j]) // g * g,
-                                           lower - profit[j], nodes, chosen_without)
-                forced_in[j] = profit[j] + best
-        if nodes < 0:
-            return False, forced_in, forced_out
+                left += 1
+        for taken_one, other_side in ((True, left), (False, taken)):
+            j = -1
+            for r in range(start, end):
+                if take[alike[r]] == taken_one:
+                    j = alike[r]
+                    break
+            if j < 0 or other_side > 0:  # none on this side, or a swap with one on the other side
+                continue
+            best, nodes = _forced_search(j, taken_one, size, profit, room, g, w, p, run_end,
+                                         where[j], value - floor_loss, nodes)
+            if nodes < 0:
+                return False, forced_in, forced_out
+            for r in range(start, end):
+                if take[alike[r]] == taken_one:
+                    if taken_one:
+                        forced_out[alike[r]] = best
+                    else:
+                        forced_in[alike[r]] = profit[j] + best
+        start = end
     return True, forced_in, forced_out
+
+
+@njit(cache=True)
+def _forced_search(j: int, taken: bool, size: np.ndarray, profit: np.ndarray, room: int, g: int,
+                   w: np.ndarray, p: np.ndarray, run_end: np.ndarray, t: int, lower: float, nodes: int
+                   ) -> tuple[float, int]:
+    """Item j's one forced knapsack that differs from the knapsack (out when `taken`, else in, its own
+    profit not counted), searched over the positive items (ordered: `w`, `p`, `run_end`; j at `t`, or -1
+    when priced out; `g` their sizes' gcd) above `lower`: its value and the nodes left (see
+    `search_above`)."""
+    within = (room if taken else room - size[j]) // g * g
+    if t < 0:
+        return search_above(w, p, run_end, within, lower - profit[j], nodes, np.zeros(w.shape[0], np.bool_))
+    without_w = np.concatenate((w[:t], w[t + 1:]))
+    without_p = np.concatenate((p[:t], p[t + 1:]))
+    return search_above(without_w, without_p, alike_runs(without_w, without_p), within,
+                        lower if taken else lower - profit[j], nodes, np.zeros(without_w.shape[0], np.bool_))
 
 
 @njit(cache=True)

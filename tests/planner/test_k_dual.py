@@ -77,6 +77,9 @@ def test_forced_values_match_the_tables() -> None:
         ratio = rng.choice([0.5, 1.0, 1.25])
         profit = [rng.choice([ratio * size[j] + rng.uniform(-2, 2), rng.uniform(-4, 10) * scale, 3.0 * scale])
                   for j in range(n)]
+        for _ in range(rng.choice([0, 0, 3])):  # copies of one item: sessions of one task template
+            j = rng.randrange(n)
+            size, profit = size + [size[j]] * 2, profit + [profit[j]] * 2
         room = rng.randint(max(size), sum(size) + 1)
         floor_loss = rng.choice([-1.0, 0.0, rng.uniform(0, 3 * scale), math.inf])
         assert_forced_values_agree(np.array(size, dtype=np.int64), np.array(profit), room, floor_loss)
