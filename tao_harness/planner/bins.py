@@ -19,6 +19,7 @@ is returned unproven, and the caller goes on to the DP.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Hashable, Iterable, Mapping
 
@@ -33,6 +34,9 @@ _MAX_CONTENTS = 200  # more ways to fill the smallest room than this: branch on 
 _ROOT_TRIES = 16  # ways to split the root bound's choice (planner/split.py, ~0.1 ms each at 160 x 8): on
 # tight residuals it usually reaches the bound, and below the root the search's branching does the work
 NODE_TRIES = 2  # below the root: the exact fills and best fit
+_BOUND_CELLS = 1_000_000  # sessions × merged room (in the bound's grain) the nested bound's table may
+# take (~1 ns a cell, so ~1 ms): at 16-token quanta a 160 x 8 residual's table was up to 13 M cells, and the
+# rest's 3 ms share took 6-13 ms; past it the bound counts sizes in a coarser grain (see `_Grain`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,21 +68,52 @@ def solve_residual(
     gain = [0 if v is None else packer.pack(v) for v in firsts]
     if not items:
         return BranchResult(incumbent, True, 0)  # no session fits any room: nothing to place
-    prefix = nested_prefix(items, size, gain, rooms, _target_room(items, size, all_rooms, allowed)[1])
-    root = nested_bound(items, size, gain, rooms, prefix)
+    grain = _Grain.of(items, size, rooms)
+    coarse, coarse_rooms = grain.size, grain.rooms(rooms)
+    cut = grain.cut(_target_room(items, size, all_rooms, allowed)[1])
+    prefix = nested_prefix(items, coarse, gain, coarse_rooms, cut)
+    root = nested_bound(items, coarse, gain, coarse_rooms, prefix)
     limit = root.value
     if cap is not None and root.value >> packer.shift_r > cap.count:
         plain = [0 if v is None else packer.pack((0, 0, v[2])) for v in firsts]
-        limit = (cap.count << packer.shift_r) + nested_bound(items, size, plain, rooms).value
+        limit = (cap.count << packer.shift_r) + nested_bound(items, coarse, plain, coarse_rooms).value
     value = total_value(problem, packer, incumbent)
     if value >= limit:
         return BranchResult(incumbent, True, 1)
-    search = _Search(size, gain, value, node_limit, deadline, allowed, root_tries)
+    search = _Search(size, gain, value, node_limit, deadline, allowed, root_tries, grain)
     try:
         search.visit(_Node(items, all_rooms, 0, {}, prefix), root)
     except SearchLimit:
         return BranchResult(search.found or incumbent, False, search.nodes)
     return BranchResult(search.found or incumbent, True, search.nodes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Grain:
+    """The unit the nested bounds count sizes in: each size and room divided by `scale`, rounded down.
+
+    Still a bound: whatever sits in a room, Σ floor(w / s) ≤ floor(Σ w / s) ≤ floor(room / s). Exact when
+    `scale` divides every size (the sizes' gcd: 256-token contexts planned in 16-token quanta); coarser
+    only when the table would pass `_BOUND_CELLS`, and then looser but far cheaper (at 16-token quanta a
+    160 x 8 residual's bound counts ~150-token units, still finer than the default quantum). Everything
+    else (splits, fillings, the plan) uses the true sizes."""
+
+    scale: int
+    size: list[int]  # per session, its size in the grain
+
+    @classmethod
+    def of(cls, items: list[int], size: list[int], rooms: list[int]) -> _Grain:
+        exact = math.gcd(*(size[i] for i in items)) or 1
+        cells = len(items) * (sum(rooms) // exact + 1)
+        scale = exact * max(1, math.ceil(cells / _BOUND_CELLS))
+        return cls(scale, size if scale == 1 else [w // scale for w in size])
+
+    def rooms(self, rooms: Iterable[int]) -> list[int]:
+        return [room // self.scale for room in rooms]
+
+    def cut(self, room: int) -> int:
+        """A prefix's cut for filling a room of `room`: the items above it in the grain are above it."""
+        return room // self.scale
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +124,8 @@ class _Node:
     rooms: dict[int, int]  # room index -> room left
     value: int
     placed: dict[int, int]
-    prefix: Prefix | None = None  # the bound's work on the items larger than the last room filled
+    prefix: Prefix | None = None  # the bound's work (in the grain) on the items larger than the last room
+    # filled
 
 
 class _Search:
@@ -98,9 +134,10 @@ class _Search:
 
     def __init__(
         self, size: list[int], gain: list[int], incumbent: int, node_limit: int, deadline: Deadline | None,
-        allowed: list[frozenset[int]] | None = None, root_tries: int = _ROOT_TRIES,
+        allowed: list[frozenset[int]] | None = None, root_tries: int = _ROOT_TRIES, grain: _Grain | None = None,
     ) -> None:
         self.size, self.gain, self.node_limit, self.deadline = size, gain, node_limit, deadline
+        self.grain = grain or _Grain(1, size)  # what the nested bounds count sizes in
         self.root_tries = root_tries
         self.allowed = allowed  # per session, the rooms it may use (None: every session every room)
         self.best = incumbent  # the value to beat
@@ -116,9 +153,10 @@ class _Search:
         self.count_node()
         rooms = list(node.rooms.values())
         if bound is None:  # most nodes are pruned here: the value alone first, the choice only if needed
-            if node.value + nested_value(node.items, self.size, self.gain, rooms, node.prefix) <= self.best:
+            coarse, coarse_rooms = self.grain.size, self.grain.rooms(rooms)
+            if node.value + nested_value(node.items, coarse, self.gain, coarse_rooms, node.prefix) <= self.best:
                 return
-            bound = nested_bound(node.items, self.size, self.gain, rooms, node.prefix)
+            bound = nested_bound(node.items, coarse, self.gain, coarse_rooms, node.prefix)
         if node.value + bound.value <= self.best:
             return
         room_ids = list(node.rooms)
@@ -149,10 +187,12 @@ class _Search:
         contents = maximal_contents(fits, size, kinds, cut, _MAX_CONTENTS)
         if contents is not None:
             others = {b: room for b, room in rooms.items() if b != target}
-            shared = node.prefix if node.prefix is not None and node.prefix.cut == cut else \
-                nested_prefix(items, size, gain, list(others.values()), cut)
+            grain = self.grain
+            coarse_cut, coarse_others = grain.cut(cut), grain.rooms(others.values())
+            shared = node.prefix if node.prefix is not None and node.prefix.cut == coarse_cut else \
+                nested_prefix(items, grain.size, gain, coarse_others, coarse_cut)
             self.count_node()
-            rest = nested_bound(items, size, gain, list(others.values()), shared).value
+            rest = nested_bound(items, grain.size, gain, coarse_others, shared).value
             worth = [(content, node.value + sum(gain[i] for i in content)) for content in contents]
             after = _usable(items, size, others, allowed)
             return [(_Node([i for i in after if i not in inside], others, value,

@@ -183,12 +183,15 @@ def restricted_problem(rng: random.Random, n: int, m: int) -> Problem:
 
 @pytest.mark.parametrize("max_contents", [200, 1])  # 1: branch on single sessions instead of fillings
 @pytest.mark.parametrize("restricted", [False, True])
+@pytest.mark.parametrize("bound_cells", [1_000_000, 8])  # 8: every nested bound in a coarser grain
 def test_branch_and_bound_matches_brute_force(
-    max_contents: int, restricted: bool, monkeypatch: pytest.MonkeyPatch
+    max_contents: int, restricted: bool, bound_cells: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Exact, and with eligibility subsets too: maximal fillings among the sessions that may use the
-    room, rooms alike only for sessions that may use both, sessions that may use no room left dropped."""
+    room, rooms alike only for sessions that may use both, sessions that may use no room left dropped;
+    and with the bounds counting sizes in a coarser grain than the sessions' (looser, still bounds)."""
     monkeypatch.setattr(bins, "_MAX_CONTENTS", max_contents)
+    monkeypatch.setattr(bins, "_BOUND_CELLS", bound_cells)
     rng = random.Random(36 if restricted else 35)
     searched = 0
     for _ in range(150):
@@ -201,6 +204,35 @@ def test_branch_and_bound_matches_brute_force(
         assert objective(problem, result.placement) == brute_force(problem), problem
         searched += result.nodes > 1 and (not restricted or any(None in row for row in problem.values))
     assert searched > 20  # the search itself ran (with subsets), not only the root bound
+
+
+def test_the_bounds_grain_is_the_sizes_gcd_unless_the_table_would_be_too_large(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """256-token contexts planned in 16-token quanta: sizes in multiples of 16 give an exact grain of 16;
+    a table past the cell limit takes a coarser grain (a multiple of the gcd), rooms rounded down."""
+    sizes, rooms = [16 * w for w in (3, 5, 8, 2)], [100, 37]
+    exact = bins._Grain.of([0, 1, 2, 3], sizes, rooms)
+    assert exact.scale == 16 and exact.size == [3, 5, 8, 2] and exact.rooms(rooms) == [6, 2]
+    assert bins._Grain.of([0, 1], [3, 5], rooms).scale == 1  # coprime sizes, a small table: exact
+    monkeypatch.setattr(bins, "_BOUND_CELLS", 36)  # 4 sessions x (137 // 16 + 1): just within
+    assert bins._Grain.of([0, 1, 2, 3], sizes, rooms).scale == 16
+    monkeypatch.setattr(bins, "_BOUND_CELLS", 10)
+    coarse = bins._Grain.of([0, 1, 2, 3], sizes, rooms)  # 36 cells: four times the limit
+    assert coarse.scale == 64 and coarse.size == [0, 1, 2, 0] and coarse.rooms(rooms) == [1, 0]
+
+
+def test_the_residual_search_is_exact_on_sizes_with_a_common_factor() -> None:
+    """Sizes all multiples of 4, rooms not: the bounds count in fours (exact), the plan matches brute
+    force."""
+    rng = random.Random(44)
+    for _ in range(60):
+        base = fragmented_problem(rng, rng.randint(5, 8), rng.randint(2, 3))
+        problem = Problem(base.session_ids, base.node_ids, tuple(4 * w for w in base.size),
+                          tuple(4 * room + rng.randint(0, 3) for room in base.room), base.values)
+        result = solve_residual(problem, Packer.for_problem(problem), {}, None, node_limit=10**6)
+        assert result.proven and is_feasible(problem, result.placement)
+        assert objective(problem, result.placement) == brute_force(problem), problem
 
 
 def test_residual_problem_keeps_eligibility_subsets() -> None:
