@@ -42,9 +42,10 @@ def rest_bound(problem: Problem, packer: Packer) -> int:
             gain[i] = packer.pack((0, best[1], best[2]))
     size = list(problem.size)
     capacity = sum(fullest_fills(items, size, list(problem.room)))
-    if packer.bits_without_k > INT64_BITS or len(items) * capacity > _EXACT_WORK:
-        return _fractional(items, size, gain, capacity)
-    return sum(gain[i] for i in surrogate_knapsack(items, size, gain, capacity))
+    chosen = None
+    if packer.bits_without_k <= INT64_BITS and len(items) * capacity <= _EXACT_WORK:
+        chosen = surrogate_knapsack(items, size, gain, capacity)
+    return _fractional(items, size, gain, capacity) if chosen is None else sum(gain[i] for i in chosen)
 
 
 def _fractional(items: list[int], size: list[int], gain: list[int], capacity: int) -> int:

@@ -25,6 +25,7 @@ only if it is the only K-optimal one (planner/k_unique.py).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,28 +33,35 @@ from numba import njit
 
 from tao_harness.planner.credit import k_optimal_options
 from tao_harness.planner.problem import Packer, Problem
-from tao_harness.planner.split import best_fit, split as split_into
+from tao_harness.planner.split import FILL_BITS, best_fit, split as split_into
 
 INT64_BITS = 62  # packed values must stay below 2^62 so sums of two never overflow int64
+_DP_CELLS = 8_000_000  # the surrogate's DP (items left by the reduction × room) at most: ~8 ms, 8 MB (at
+# 16-token quanta on 160 x 8 ~1 M; at 1-token quanta it passed 10^9, seconds and gigabytes)
 _SPLIT_TRIES = 4  # ways to split the surrogate's choice tried (planner/split.py; ~0.1 ms each at 160 x 8):
 # few, as the residual's search tries sixteen on its own root bound's (tighter) choice right after
 
 
-def surrogate_knapsack(items: list[int], size: list[int], gain: list[int], capacity: int) -> list[int]:
-    """A subset of `items` maximizing Σ gain with Σ size ≤ capacity (gains < 2^62)."""
+def surrogate_knapsack(items: list[int], size: list[int], gain: list[int], capacity: int) -> list[int] | None:
+    """A subset of `items` maximizing Σ gain with Σ size ≤ capacity (gains < 2^62), sizes counted in their
+    gcd; None when its DP would still pass `_DP_CELLS` (rooms of millions of quanta: 1-token quanta)."""
     if sum(size[i] for i in items) <= capacity:
         return list(items)
     chosen = [i for i in items if size[i] == 0]
-    picks = _knapsack_picks(np.array([size[i] for i in items], dtype=np.int64),
-                            np.array([gain[i] for i in items], dtype=np.int64), capacity)
+    grain = math.gcd(*(size[i] for i in items)) or 1
+    picks = _knapsack_picks(np.array([size[i] // grain for i in items], dtype=np.int64),
+                            np.array([gain[i] for i in items], dtype=np.int64), capacity // grain, _DP_CELLS)
+    if len(picks) and picks[0] < 0:
+        return None
     return chosen + [items[k] for k in picks]
 
 
 @njit(cache=True)
-def _knapsack_picks(size: np.ndarray, gain: np.ndarray, capacity: int) -> np.ndarray:
+def _knapsack_picks(size: np.ndarray, gain: np.ndarray, capacity: int, cells: int) -> np.ndarray:
     """The positions j of the items (`size[j]`, `gain[j]`, int64: exact) of positive size an optimal
-    subset within `capacity` takes, last first. On ties in gain, an item is taken only where it is
-    strictly better than doing without it, so the subset is the same whatever the machine.
+    subset within `capacity` takes, last first, or [-1] when the DP would pass `cells`. On ties in gain,
+    an item is taken only where it is strictly better than doing without it, so the subset is the same
+    whatever the machine.
 
     Compiled (and cached, as planner/knapsack.py's kernel): the planner solves several of these per
     snapshot (certificate, bound, each re-packed room), and in numpy each item's pass over the
@@ -63,6 +71,8 @@ def _knapsack_picks(size: np.ndarray, gain: np.ndarray, capacity: int) -> np.nda
     room = capacity
     for j in fixed:
         room -= size[j]
+    if len(free) * (room + 1) > cells:
+        return np.full(1, -1, dtype=np.int64)
     picks = _dp_picks(size[free], gain[free], room)
     return np.sort(np.concatenate((fixed, free[picks])))[::-1]
 
@@ -150,13 +160,22 @@ def _dp_picks(size: np.ndarray, gain: np.ndarray, capacity: int) -> np.ndarray:
 
 
 def fullest_fills(items: list[int], size: list[int], rooms: list[int]) -> list[int]:
-    """Per room, the largest total ≤ room that some subset of `items` reaches (a valid, tighter room)."""
-    top = max(rooms, default=0)
-    mask = (1 << (top + 1)) - 1
+    """Per room, at most the room and at least the largest total ≤ room that some subset of `items`
+    reaches (a valid room, usually tighter): that total itself unless the subset-sum bitset, counted in
+    the sizes' gcd (exact), would pass `FILL_BITS` bit operations (planner/split.py); then the room, down
+    to what all the items together take. (At 1-token quanta on large replicas the bitset of 10^8-10^9
+    bits took seconds.)"""
+    total = sum(size[i] for i in items)
+    top = min(max(rooms, default=0), total)  # a room holding every item is filled by all of them
+    grain = math.gcd(*(size[i] for i in items)) or 1
+    if len(items) * (top // grain) > FILL_BITS:
+        return [min(room, total) for room in rooms]
+    mask = (1 << (top // grain + 1)) - 1
     reach = 1
     for i in items:
-        reach = (reach | (reach << size[i])) & mask
-    return [(reach & ((1 << (room + 1)) - 1)).bit_length() - 1 for room in rooms]
+        reach = (reach | (reach << size[i] // grain)) & mask
+    return [total if room >= total else grain * ((reach & ((1 << (room // grain + 1)) - 1)).bit_length() - 1)
+            for room in rooms]
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +242,10 @@ def certified_placement(
         _, r, t = next(filter(None, problem.values[i]))  # type: ignore[misc]
         gain[i] = packer.pack((0, r, t))
     chosen_rest = surrogate_knapsack(rest, size, gain, sum(fullest_fills(rest, size, rooms)))
-    split, left = split_into(chosen_rest, size, rooms, allowed, _SPLIT_TRIES, gain)
+    if chosen_rest is None:  # no bound to reach: the sessions best fit, unproven
+        split, left = {}, rest
+    else:
+        split, left = split_into(chosen_rest, size, rooms, allowed, _SPLIT_TRIES, gain)
     if not left:
         return Certificate({**forced, **split}, True, forced)
     used = [0] * problem.m

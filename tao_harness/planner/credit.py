@@ -10,6 +10,7 @@ is finished separately (planner/solve.py keeps the best).
 
 from __future__ import annotations
 
+import math
 from itertools import product
 
 import numpy as np
@@ -17,6 +18,8 @@ import numpy as np
 from tao_harness.planner.problem import Problem
 
 _UNREACHABLE = -(1 << 60)
+_TABLE_CELLS = 4_000_000  # items × room (in the sizes' gcd) past which the tables are not built: 32 MB, a few
+# ms (at 16-token quanta, one 1-node snapshot's tables took 80 x 1 M cells: 640 MB and 2.6 s)
 
 
 def credit_nodes(problem: Problem) -> tuple[list[int], list[int]] | None:
@@ -35,15 +38,23 @@ def credit_nodes(problem: Problem) -> tuple[list[int], list[int]] | None:
 def best_credit_subsets(
     items: list[int], size: list[int], credit: list[int], room: int, limit: int
 ) -> list[list[int]] | None:
-    """Every subset of `items` maximizing Σ credit within `room`, or None if there are more than `limit`.
+    """Every subset of `items` maximizing Σ credit within `room`, or None if there are more than `limit`
+    or their tables would pass `_TABLE_CELLS` (the caller then takes the general path, which does not
+    list them).
 
-    Exact-size DP: tables[j][c] is the largest credit sum of a subset of items[:j] of total size exactly
-    c. Credits are positive, so "unreachable" is a huge negative number that never ties with a sum.
-    The optima are walked back through every branch (leave item j-1 out, or take it) that keeps the max.
+    Exact-size DP, in the sizes' gcd: tables[j][c] is the largest credit sum of a subset of items[:j] of
+    total size exactly c grains. Credits are positive, so "unreachable" is a huge negative number that
+    never ties with a sum. The optima are walked back through every branch (leave item j-1 out, or take
+    it) that keeps the max.
     """
     items = [i for i in items if size[i] <= room]
     if sum(size[i] for i in items) <= room:
         return [items]  # every credit is positive, so taking all is the only optimum
+    grain = math.gcd(*(size[i] for i in items))
+    size = [w // grain for w in size]
+    room //= grain
+    if len(items) * (room + 1) > _TABLE_CELLS:
+        return None
     best = np.full(room + 1, _UNREACHABLE, dtype=np.int64)
     best[0] = 0
     tables = [best]

@@ -91,7 +91,7 @@ class Improver:
         if deadline is not None and deadline.passed():
             return None
         chosen = surrogate_knapsack(sorted(pool), self.size, gain, sum(self.problem.room[b] for b in group))
-        if sum(gain[i] for i in chosen) <= sum(gain[i] for i in held):
+        if chosen is None or sum(gain[i] for i in chosen) <= sum(gain[i] for i in held):
             return placement
         if len(group) == 1:
             split = {i: first for i in chosen}

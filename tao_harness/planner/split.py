@@ -24,10 +24,13 @@ first two tries (all the planner had before), 24 more within sixteen, 1 more by 
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Collection, Iterable, Mapping, Sequence
 
 Allowed = Mapping[int, Collection[int]]  # per item, the room positions it may use
+FILL_BITS = 50_000_000  # items × room (bits of a subset-sum bitset) past which a room's fullest fill is not
+# sought (~0.026 ns a bit: ~1.3 ms)
 
 
 def split(
@@ -84,25 +87,46 @@ def restricted_first(restricted: list[int], plain: list[int], size: Sequence[int
 def fill_rooms(items: list[int], size: Sequence[int], rooms: list[int], order: Iterable[int],
                allowed: Allowed | None = None) -> tuple[dict[int, int], list[int]]:
     """Fill the rooms in `order`, each as full as a subset of the remaining items (those `allowed[i]`
-    holds the room for, when given) reaches, preferring items earlier in `items`.
+    holds the room for, when given) reaches, preferring items earlier in `items` (see `fullest_subset`).
 
     Returns the placement and the items left over (empty when everything was placed)."""
     left = list(items)
     placement: dict[int, int] = {}
     for b in order:
         here = left if allowed is None else [i for i in left if b in allowed[i]]
-        mask = (1 << (rooms[b] + 1)) - 1
-        reach, layers = 1, []
-        for i in here:
-            layers.append(reach)
-            reach = (reach | (reach << size[i])) & mask
-        c = reach.bit_length() - 1  # fullest fill of this room
-        for i, before in zip(reversed(here), reversed(layers)):  # an item is taken only when needed for c
-            if not (before >> c) & 1:
-                placement[i] = b
-                c -= size[i]
+        for i in fullest_subset(here, size, rooms[b]):
+            placement[i] = b
         left = [i for i in left if i not in placement]
     return placement, left
+
+
+def fullest_subset(items: list[int], size: Sequence[int], room: int) -> list[int]:
+    """A subset of `items` filling `room` as full as any does, an item taken only where the fill needs it
+    (so earlier items are preferred): a subset-sum bitset, in the sizes' gcd. Past `FILL_BITS` bit
+    operations, the items in order, each taken while it fits (at 1-token quanta on large replicas a room's
+    bitset has 10^8 bits and more)."""
+    if sum(size[i] for i in items) <= room:
+        return list(items)
+    grain = math.gcd(*(size[i] for i in items)) or 1
+    if len(items) * (room // grain) > FILL_BITS:
+        taken, free = [], room
+        for i in items:
+            if size[i] <= free:
+                taken.append(i)
+                free -= size[i]
+        return taken
+    mask = (1 << (room // grain + 1)) - 1
+    reach, layers = 1, []
+    for i in items:
+        layers.append(reach)
+        reach = (reach | (reach << size[i] // grain)) & mask
+    c = reach.bit_length() - 1  # the fullest fill, in grains
+    taken = []
+    for i, before in zip(reversed(items), reversed(layers)):  # an item is taken only when needed for c
+        if not (before >> c) & 1:
+            taken.append(i)
+            c -= size[i] // grain
+    return taken
 
 
 def subset_sum_split(
