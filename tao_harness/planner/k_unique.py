@@ -50,15 +50,18 @@ class CommonPairs:
         return self.complete and self.pairs == placement
 
 
-def k_common_pairs(problem: Problem, k_star: int, deadline: Deadline | None = None) -> CommonPairs:
+def k_common_pairs(problem: Problem, k_star: int, deadline: Deadline | None = None,
+                   multipliers: np.ndarray | None = None) -> CommonPairs:
     """The credited pairs every placement collecting the proven optimum `k_star` holds (as far as the
-    probes and the deadline get; none proven: empty)."""
+    probes and the deadline get; none proven: empty). The steps start from `multipliers` (λ per problem
+    session, ≥ 0: the K level's best) when given, else from the second-best credits."""
     credit = credit_matrix(problem)
     if not any(credit):
         return CommonPairs({}, True, {})  # no credit anywhere: no K-optimal placement holds a credited pair
     step = credit_step(credit)
     start = arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size, dtype=np.int64))
-    lam = starting_multipliers(credit, problem.n, shared_sessions(credit))  # per problem session
+    lam = starting_multipliers(credit, problem.n, shared_sessions(credit)) if multipliers is None \
+        else multipliers.copy()  # per problem session
     fixed: dict[int, int] = {}
     fixed_value = 0
     for _ in range(_ROUNDS):

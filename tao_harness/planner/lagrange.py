@@ -97,6 +97,9 @@ class KLevel:
     value: int  # its K
     iterations: int = 0  # subgradient steps taken
     nodes: int = 0  # search nodes (sub-problems bounded)
+    multipliers: np.ndarray | None = None  # λ per problem session giving the lowest L(λ) on the whole
+    # problem (None: no step taken): where planner/k_unique.py's probes start (its own steps from the
+    # second-best credits ended ~1% above K* after 30 steps on independent multi-credit snapshots)
 
     @property
     def proven(self) -> bool:
@@ -257,7 +260,7 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     bound = int(min(max(value, open_bound), search.ceiling))
     if value < bound and not search.polished:  # unproven: re-pack each node exactly around the best placement
         placement, value = polish(placement)
-    return KLevel(max(value, bound), placement, value, search.iterations, search.nodes)
+    return KLevel(max(value, bound), placement, value, search.iterations, search.nodes, search.root_multipliers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,6 +300,7 @@ class _Search:
         self.best_value, self.best_placement = -1, {}
         self.polished = True  # the best placement is a refill's output: polishing it again gains nothing
         self.iterations = self.nodes = 0
+        self.root_bound, self.root_multipliers = math.inf, None  # the lowest L(λ) on the whole problem, its λ
 
     def floor(self, bound: float) -> int:
         """The largest K a placement can have at most `bound`: every K is a multiple of `step`."""
@@ -367,6 +371,8 @@ class _Search:
             self.best_placement, self.polished = {**sub.fixed, **outcome.placement}, False
         best_lam = lam.copy()
         best_lam[arrays.sessions] = outcome.multipliers
+        if not sub.fixed and outcome.bound < self.root_bound:  # the whole problem (nothing fixed or closed)
+            self.root_bound, self.root_multipliers = outcome.bound, best_lam
         return self.floor(outcome.bound), best_lam
 
 
