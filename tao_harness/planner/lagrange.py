@@ -169,6 +169,7 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     step = credit_step(credit)
     shared = shared_sessions(credit)
     search = _Search(step, deadline, polish, math.inf)
+    search.larger_twins = _larger_twins(credit, problem.size)
     lam = starting_multipliers(credit, problem.n, shared)  # read for a sub-problem's shared sessions only
     root: _Sub | None = _Sub(arrays, {}, 0)
     relaxation, first = None, math.inf
@@ -281,10 +282,17 @@ class _Sub:
         arrays, fixed, value = restricted
         return _Sub(arrays, {**self.fixed, **fixed}, self.fixed_value + value)
 
-    def fixing(self, s: int, b: int | None) -> _Sub | None:
-        """With local session s fixed on node b (None: on none of its credit nodes)."""
-        place = np.full(len(self.arrays.sessions), OPEN, dtype=np.int64)
+    def fixing(self, s: int, b: int | None, larger_twins: dict[int, list[int]]) -> _Sub | None:
+        """With local session s fixed on node b (None: on none of its credit nodes, and then so are its
+        larger twins, see `_larger_twins`)."""
+        sessions = self.arrays.sessions
+        place = np.full(len(sessions), OPEN, dtype=np.int64)
         place[s] = -1 if b is None else b
+        if b is None:
+            for j in larger_twins.get(int(sessions[s]), ()):
+                local = int(np.searchsorted(sessions, j))
+                if local < len(sessions) and sessions[local] == j:
+                    place[local] = -1
         return self.changed(place, np.zeros(len(self.arrays.pair_session), dtype=np.bool_))
 
 
@@ -301,6 +309,7 @@ class _Search:
         self.polished = True  # the best placement is a refill's output: polishing it again gains nothing
         self.iterations = self.nodes = 0
         self.root_bound, self.root_multipliers = math.inf, None  # the lowest L(λ) on the whole problem, its λ
+        self.larger_twins: dict[int, list[int]] = {}  # see `_larger_twins`
 
     def floor(self, bound: float) -> int:
         """The largest K a placement can have at most `bound`: every K is a multiple of `step`."""
@@ -349,7 +358,7 @@ class _Search:
         for child_bound, i, b in outcome.split:
             if child_bound <= self.best_value:
                 continue
-            child = sub.fixing(i, b)
+            child = sub.fixing(i, b, self.larger_twins)
             if child is None:
                 continue
             if self.stopped():
@@ -400,6 +409,27 @@ def _fix_by_prices(sub: _Sub, relaxation: KRelaxation, search: _Search) -> _Sub 
     only = ~drop & (ways == 1)[arrays.pair_session]  # the one way left is this pair
     place[arrays.pair_session[only]] = arrays.pair_node[only]
     return sub.changed(place, drop)
+
+
+def _larger_twins(credit: list[dict[int, int]], size: tuple[int, ...]) -> dict[int, list[int]]:
+    """Per credited session, the sessions with the same credit on the same nodes and a larger size (equal:
+    a later index). Some K-optimal placement credits, of each such class, the smallest sessions only: a
+    credited session with a smaller twin left uncredited gives its place to that twin (it fits, and
+    collects the same), so the search may take a session left uncredited to leave its larger twins so
+    too (benchmark workers forked from one task template: dozens of twins)."""
+    ways: dict[int, list[tuple[int, int]]] = {}
+    for b, column in enumerate(credit):
+        for i, k in column.items():
+            ways.setdefault(i, []).append((b, k))
+    classes: dict[tuple[tuple[int, int], ...], list[int]] = {}
+    for i, pairs in ways.items():
+        classes.setdefault(tuple(pairs), []).append(i)
+    larger: dict[int, list[int]] = {}
+    for members in classes.values():
+        members.sort(key=lambda i: (size[i], i))
+        for at, i in enumerate(members[:-1]):
+            larger[i] = members[at + 1:]
+    return larger
 
 
 def _flat(credit: list[dict[int, int]]) -> bool:

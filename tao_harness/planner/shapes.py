@@ -29,6 +29,11 @@ proportional to demand. The other shapes add, one at a time, what live clusters 
   observed whole half-lives ago (credits tie within and across sessions), two tenant subsets, half the
   replicas nearly full. Many K-optimal placements, and which one is taken decides R (issue 15's
   independent check).
+- `templates`: the same, as a live benchmark shows it: each template's prefix cached on one to three home
+  replicas, seen there at different times (so its credit is graded from home to home, yet tied between
+  the template's workers), workers' own contexts of every size after the prefix, and a quarter of them
+  with a longer prefix of their own on the replica they last ran on. Dozens of sessions alike in credit
+  but not in size: the Lagrangian bound sits up to half a percent above K*, and only branching closes it.
 
 Every shape is a function (rng, sessions, nodes) -> Snapshot; `SHAPES` lists them by name.
 """
@@ -222,6 +227,40 @@ def _forks(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
     return Snapshot(now=NOW, params=params, nodes=tuple(node_states), sessions=tuple(views))
 
 
+def _templates(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
+    """Workers of a few task templates: the template's credit graded over its homes, sizes all different."""
+    params = PlannerParams()
+    quantum, half_life = params.quantum_tokens, params.half_life_s
+    node_ids = [f"r{b}" for b in range(nodes)]
+    templates = []
+    for _ in range(rng.randint(3, 6)):
+        prefix = rng.randint(6, 48) * quantum
+        homes = rng.sample(node_ids, rng.randint(1, min(3, nodes)))
+        seen = {b: NOW - half_life * rng.randint(0, 3) - rng.choice([0.0, 0.0, half_life / 4]) for b in homes}
+        templates.append((prefix, seen))
+    tenants = [tuple(sorted(rng.sample(node_ids, max(1, nodes - 2)))) for _ in range(2)]
+    views = []
+    for i in range(sessions):
+        prefix, seen = rng.choice(templates)
+        tokens = prefix + int(math.exp(rng.uniform(math.log(500), math.log(50_000))))
+        cache = {b: CacheEntry(prefix, observed) for b, observed in seen.items()}
+        if rng.random() < 0.25:  # the replica it last ran on keeps more of its own context
+            cache[rng.choice(node_ids)] = CacheEntry(int(tokens * rng.uniform(0.6, 1.0)), NOW - rng.uniform(0, 30))
+        views.append(SessionView(
+            id=f"s{i}", tokens=tokens, shared_tokens=prefix, ready=int(rng.random() < 0.5), cache=cache,
+            eligible=rng.choice(tenants) if nodes > 2 and rng.random() < 0.2 else None,
+            turn=rng.randint(1, 20), arrived_at=NOW - rng.uniform(0, 60)))
+    demand = sum(v.cost(params) for v in views)
+    free_total = demand / rng.uniform(0.8, 2.5)
+    weights = [rng.choice([0.05, 0.5, 1.0, 1.5]) for _ in node_ids]
+    node_states = []
+    for node_id, weight in zip(node_ids, weights):
+        free = int(free_total * weight / sum(weights))
+        used = rng.randint(0, 300_000)
+        node_states.append(NodeState(id=node_id, capacity_tokens=free + used, used_tokens=used))
+    return Snapshot(now=NOW, params=params, nodes=tuple(node_states), sessions=tuple(views))
+
+
 def _shape(draw: _Draw) -> Callable[[random.Random, int, int], Snapshot]:
     return lambda rng, sessions, nodes: _snapshot(rng, sessions, nodes, draw)
 
@@ -240,4 +279,5 @@ SHAPES: dict[str, Callable[[random.Random, int, int], Snapshot]] = {
     "crowded": _crowded,
     "degenerate": _degenerate,
     "forks": _forks,
+    "templates": _templates,
 }

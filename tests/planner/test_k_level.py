@@ -19,9 +19,9 @@ from tao_harness.planner.k_lp import k_relaxation
 from tao_harness.planner.k_polish import polish_placement
 from tao_harness.planner.k_unique import k_common_pairs, k_optimal_placements
 from tao_harness.planner.knapsack import knapsack
-from tao_harness.planner.lagrange import KLevel, credit_matrix, k_level
+from tao_harness.planner.lagrange import KLevel, _larger_twins, credit_matrix, k_level
 from tao_harness.planner.problem import Packer, Problem, build_problem, is_feasible
-from tao_harness.planner.reference import brute_force
+from tao_harness.planner.reference import brute_force, milp_lexicographic
 from tao_harness.planner.shapes import SHAPES
 from tao_harness.planner.reshuffle import reshuffle
 from tao_harness.types import Snapshot
@@ -312,3 +312,43 @@ def test_knapsack_on_large_rooms_is_exact() -> None:
         exact, _, _ = forced_tables(np.array(size, dtype=np.int64), np.array(list(profit.values())), room)
         assert abs(value - exact) < 1e-6
         assert sum(size[i] for i in chosen) <= room and abs(sum(profit[i] for i in chosen) - value) < 1e-6
+
+
+def template_problem(rng: random.Random) -> Problem:
+    """Workers forked from a few task templates: the template's credit on each of its home nodes
+    (graded: seen at different times), sizes of their own, so most sessions have larger twins; rooms of a
+    few sessions each."""
+    templates, size_range, room_range = rng.choice([(3, (2, 9), (8, 24)), (2, (3, 15), (10, 30))])
+    m = rng.randint(2, 4)
+    credits = [[rng.choice([0, 4, 6, 8, 12]) for _ in range(m)] for _ in range(templates)]
+    n = rng.randint(12, 20)
+    size, values = [], []
+    for _ in range(n):
+        template = credits[rng.randrange(templates)]
+        size.append(rng.randint(*size_range))
+        values.append(tuple((k, 0, 1) for k in template))
+    return Problem(tuple(f"s{i}" for i in range(n)), tuple(f"r{b}" for b in range(m)), tuple(size),
+                   tuple(rng.randint(*room_range) for _ in range(m)), tuple(values))
+
+
+def test_k_level_leaving_larger_twins_uncredited_is_exact() -> None:
+    """The search takes a session left uncredited to leave its larger twins (same credit on the same
+    nodes) so too: still exact against the MILP, where it branched and where it did not."""
+    rng = random.Random("twins")
+    searched = proven = 0
+    for _ in range(300):
+        problem = template_problem(rng)
+        level = k_level(problem)
+        (k_star,) = milp_lexicographic(problem, levels=1)
+        assert is_feasible(problem, level.placement) and level.value == k_of(problem, level.placement)
+        assert level.value <= k_star <= level.bound, problem  # a twin fixed wrongly would cut K* off
+        proven += level.proven
+        searched += level.nodes > 1
+    assert searched >= 30 and proven >= 290  # it branched (so fixed twins) often; a few stop at the node limit
+
+
+def test_larger_twins_are_those_alike_in_credit_and_larger() -> None:
+    credit = [{0: 5, 1: 5, 2: 5, 3: 7}, {0: 2, 1: 2, 2: 3}]
+    size = (4, 2, 2, 1)
+    twins = _larger_twins(credit, size)
+    assert twins == {1: [0]}  # 0 and 1 alike (5 on r0, 2 on r1), 1 the smaller; 2 differs on r1, 3 on r0
