@@ -32,6 +32,8 @@ from tao_harness.planner.problem import Problem
 
 _ROUNDS = 6  # probes at most (each after fixing what the last one left one way)
 _STEPS = 30  # subgradient steps before each probe, stopping once L(λ) reaches K*
+_WARM_STEPS = 10  # ... when they start from the K level's multipliers (independent 160 x 8 multi-credit
+# snapshots: the same pairs found as with 30, the probes' time 3.7 -> 2.3 ms)
 _FIRST_STEP = 1.5  # the first step, as a share of the Polyak step (as the K level's search)
 _ENUMERATION_NODES = 2_000  # steps of the listing of the K-optimal placements (~1 µs each)
 
@@ -62,13 +64,15 @@ def k_common_pairs(problem: Problem, k_star: int, deadline: Deadline | None = No
     start = arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size, dtype=np.int64))
     lam = starting_multipliers(credit, problem.n, shared_sessions(credit)) if multipliers is None \
         else multipliers.copy()  # per problem session
+    steps_per_probe = _STEPS if multipliers is None else _WARM_STEPS
     fixed: dict[int, int] = {}
     fixed_value = 0
     for _ in range(_ROUNDS):
         if not len(arrays.sessions):
             break
         local = np.where(arrays.shared, lam[arrays.sessions], 0.0)
-        steps = dual_steps(arrays, local, _STEPS, fixed_value, k_star, step, _FIRST_STEP, math.inf, deadline)
+        steps = dual_steps(arrays, local, steps_per_probe, fixed_value, k_star, step, _FIRST_STEP, math.inf,
+                           deadline)
         lam[arrays.sessions] = steps.multipliers
         outcome = probe(arrays, steps.multipliers, fixed_value, k_star - step, step, deadline)
         if outcome is not None and outcome.settled:

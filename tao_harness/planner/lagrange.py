@@ -97,9 +97,10 @@ class KLevel:
     value: int  # its K
     iterations: int = 0  # subgradient steps taken
     nodes: int = 0  # search nodes (sub-problems bounded)
-    multipliers: np.ndarray | None = None  # λ per problem session giving the lowest L(λ) on the whole
-    # problem (None: no step taken): where planner/k_unique.py's probes start (its own steps from the
-    # second-best credits ended ~1% above K* after 30 steps on independent multi-credit snapshots)
+    multipliers: np.ndarray | None = None  # λ per problem session, the root's latest as its probes narrowed
+    # it (None: no step taken; any λ ≥ 0 bounds every sub-problem): where planner/k_unique.py's probes start
+    # (its own steps from the second-best credits ended ~1% above K* after 30 steps on independent
+    # multi-credit snapshots, and the probes found all the common pairs of 17 of 30; from these, of 22)
 
     @property
     def proven(self) -> bool:
@@ -308,7 +309,7 @@ class _Search:
         self.best_value, self.best_placement = -1, {}
         self.polished = True  # the best placement is a refill's output: polishing it again gains nothing
         self.iterations = self.nodes = 0
-        self.root_bound, self.root_multipliers = math.inf, None  # the lowest L(λ) on the whole problem, its λ
+        self.root_multipliers: np.ndarray | None = None  # the root's latest, as its probes narrow it
         self.larger_twins: dict[int, list[int]] = {}  # see `_larger_twins`
 
     def floor(self, bound: float) -> int:
@@ -380,8 +381,8 @@ class _Search:
             self.best_placement, self.polished = {**sub.fixed, **outcome.placement}, False
         best_lam = lam.copy()
         best_lam[arrays.sessions] = outcome.multipliers
-        if not sub.fixed and outcome.bound < self.root_bound:  # the whole problem (nothing fixed or closed)
-            self.root_bound, self.root_multipliers = outcome.bound, best_lam
+        if self.nodes <= 1:  # the root, as its probes narrow it: the latest multipliers, the most refined
+            self.root_multipliers = best_lam
         return self.floor(outcome.bound), best_lam
 
 
