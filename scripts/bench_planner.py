@@ -3,8 +3,10 @@
 Shapes (tao_harness/planner/shapes.py): `ours` (credit on ≤ 1 node, all eligible), `multi`, `ties`,
 `eligible`, `skewed`, `all` (the four at once), `everywhere` (credit on most nodes), `copies` (copies
 written together), `replicated` (copies written together on one to all nodes), `adversarial`, `crowded`,
-`degenerate`, `forks` (sessions of a few task templates: equal sizes, credits tied). `--replay DIR` adds every `*.json` snapshot under DIR (as dumped by `tao sim
---dump-snapshots DIR` or the coordinator's `--dump-snapshots DIR`).
+`degenerate`, `forks` (sessions of a few task templates: equal sizes, credits tied), `templates` (the
+same as a live benchmark shows it: credit graded over each template's homes, sizes all different).
+`--replay DIR` adds every `*.json` snapshot under DIR (as dumped by `tao sim --dump-snapshots DIR` or the
+coordinator's `--dump-snapshots DIR`).
 
 Columns: CPU time of the whole `tao` policy call (`time.process_time`, robust to a busy machine),
 p50 / p95 / p99 ms; `K proven`: plans whose certified bound's K equals their K; `exact`: plans whose
