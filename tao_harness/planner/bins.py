@@ -134,7 +134,8 @@ class _Search:
 
     def __init__(
         self, size: list[int], gain: list[int], incumbent: int, node_limit: int, deadline: Deadline | None,
-        allowed: list[frozenset[int]] | None = None, root_tries: int = _ROOT_TRIES, grain: _Grain | None = None,
+        allowed: list[frozenset[int]] | None = None, root_tries: int = _ROOT_TRIES,
+        grain: _Grain | None = None,
     ) -> None:
         self.size, self.gain, self.node_limit, self.deadline = size, gain, node_limit, deadline
         self.grain = grain or _Grain(1, size)  # what the nested bounds count sizes in
@@ -154,7 +155,8 @@ class _Search:
         rooms = list(node.rooms.values())
         if bound is None:  # most nodes are pruned here: the value alone first, the choice only if needed
             coarse, coarse_rooms = self.grain.size, self.grain.rooms(rooms)
-            if node.value + nested_value(node.items, coarse, self.gain, coarse_rooms, node.prefix) <= self.best:
+            hope = nested_value(node.items, coarse, self.gain, coarse_rooms, node.prefix)
+            if node.value + hope <= self.best:
                 return
             bound = nested_bound(node.items, coarse, self.gain, coarse_rooms, node.prefix)
         if node.value + bound.value <= self.best:

@@ -11,15 +11,16 @@ credited there at profit k_ib − λ_i:
 Each KP_b is solved exactly (planner/knapsack.py; the steps and the search's probes are compiled, in
 planner/k_dual.py), so L(λ) is a proven bound for every λ; a session credited on one node only keeps
 λ_i = 0; shared sessions start at their second-best credit, and a few subgradient steps settle most
-snapshots. What they leave at least `_LP_GAP` above the best placement (or, with flat credits, everything)
-gets the LP relaxation (planner/k_lp.py, one HiGHS solve): its bound, its node prices as multipliers when they bound
-better (L there is at most the LP bound), per pair a reduced-cost bound that closes the pairs no better
-placement can use, and its whole placements, polished, as an incumbent. The multipliers then follow a
-subgradient with Polyak steps toward the best placement found, and a depth-first search splits what the
-root leaves. A small root with flat credit (at most `_MIP_PAIRS` open pairs) gets the search for part of
-the time and HiGHS's branch and cut for the rest (planner/k_mip.py): on tight packings (large sessions
-beside small rooms) the Lagrangian bound sits up to a percent above the optimum, which splitting closes
-slowly and HiGHS's cuts quickly.
+snapshots. What they leave at least `_LP_GAP` above the best placement (or, with flat credits,
+everything) gets the LP relaxation (planner/k_lp.py, one HiGHS solve): its bound, its node prices as
+multipliers when they bound better (L there is at most the LP bound), per pair a reduced-cost bound that
+closes the pairs no better placement can use, and its whole placements, polished, as an incumbent. The
+multipliers then follow a subgradient with Polyak steps toward the best placement found, and a depth-first
+search splits what the root leaves (a session left uncredited leaves its larger twins so too). A small
+root with flat credit (at most `_MIP_PAIRS` open pairs) gets the search for part of the time and HiGHS's
+branch and cut for the rest (planner/k_mip.py): on tight packings (large sessions beside small rooms) the
+Lagrangian bound sits up to a percent above the optimum, which splitting closes slowly and HiGHS's cuts
+quickly.
 Every K is a multiple of g, the gcd of the credits, so every bound is rounded down to one (with credits
 in whole quanta or fixed amounts this alone closes many gaps). With flat credit a second bound comes from
 packing alone (planner/k_nested.py, the size-nested surrogate): it caps every bound and ends the search
@@ -265,7 +266,8 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     bound = int(min(max(value, open_bound), search.ceiling))
     if value < bound and not search.polished:  # unproven: re-pack each node exactly around the best placement
         placement, value = polish(placement)
-    return KLevel(max(value, bound), placement, value, search.iterations, search.nodes, search.root_multipliers)
+    return KLevel(max(value, bound), placement, value, search.iterations, search.nodes,
+                  search.root_multipliers)
 
 
 @dataclass(frozen=True, slots=True)

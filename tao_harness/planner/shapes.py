@@ -245,7 +245,8 @@ def _templates(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
         tokens = prefix + int(math.exp(rng.uniform(math.log(500), math.log(50_000))))
         cache = {b: CacheEntry(prefix, observed) for b, observed in seen.items()}
         if rng.random() < 0.25:  # the replica it last ran on keeps more of its own context
-            cache[rng.choice(node_ids)] = CacheEntry(int(tokens * rng.uniform(0.6, 1.0)), NOW - rng.uniform(0, 30))
+            own = CacheEntry(int(tokens * rng.uniform(0.6, 1.0)), NOW - rng.uniform(0, 30))
+            cache[rng.choice(node_ids)] = own
         views.append(SessionView(
             id=f"s{i}", tokens=tokens, shared_tokens=prefix, ready=int(rng.random() < 0.5), cache=cache,
             eligible=rng.choice(tenants) if nodes > 2 and rng.random() < 0.2 else None,

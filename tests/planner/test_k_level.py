@@ -344,7 +344,7 @@ def test_k_level_leaving_larger_twins_uncredited_is_exact() -> None:
         assert level.value <= k_star <= level.bound, problem  # a twin fixed wrongly would cut K* off
         proven += level.proven
         searched += level.nodes > 1
-    assert searched >= 30 and proven >= 290  # it branched (so fixed twins) often; a few stop at the node limit
+    assert searched >= 30 and proven >= 290  # it branched (fixing twins) often; a few stop at the node limit
 
 
 def test_larger_twins_are_those_alike_in_credit_and_larger() -> None:
