@@ -74,9 +74,7 @@ from tao_harness.planner.reshuffle import reshuffle
 from tao_harness.planner.problem import Packer, Problem
 
 _FIRST_ITERATIONS = 8  # subgradient steps before the LP relaxation is brought in (most settle by then)
-_ITERATIONS = 25  # subgradient steps at most at the root (each solves the knapsacks whose profits changed)
-# before its probe: past ~25 the bound barely moves and the probe's closings do more (40 -> 25, 160 x 8, 60
-# draws, two runs each: independent multi-credit K levels 7.9-9.7 -> 5.8-6.3 ms, everywhere proven 55 -> 55-58)
+_ITERATIONS = 40  # subgradient steps at most at the root (each solves the knapsacks whose profits changed)
 _FLAT_STEPS = 20  # polished steps from the LP's multipliers that open the flat-credit path
 _MIP_PAIRS = 300  # open pairs at most for HiGHS to take over a search left open (planner/k_mip.py): the
 # copies shape's hard roots have 170-220 and HiGHS proves most in a few ms (150: 160 x 8 proven 91% -> 95%);
