@@ -26,7 +26,7 @@ from typing import Hashable, Iterable, Mapping
 from tao_harness.planner.certificate import INT64_BITS
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.nested import NestedBound, Prefix, nested_bound, nested_prefix, nested_value
-from tao_harness.planner.problem import Packer, Problem, total_value
+from tao_harness.planner.problem import Packer, Problem, sizes_gcd, total_value
 from tao_harness.planner.ready_cap import ReadyCap, SearchLimit
 from tao_harness.planner.split import split as split_into
 
@@ -103,7 +103,7 @@ class _Grain:
 
     @classmethod
     def of(cls, items: list[int], size: list[int], rooms: list[int]) -> _Grain:
-        exact = math.gcd(*(size[i] for i in items)) or 1
+        exact = sizes_gcd(items, size)
         cells = len(items) * (sum(rooms) // exact + 1)
         scale = exact * max(1, math.ceil(cells / _BOUND_CELLS))
         return cls(scale, size if scale == 1 else [w // scale for w in size])

@@ -25,14 +25,13 @@ only if it is the only K-optimal one (planner/k_unique.py).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
 from tao_harness.planner.credit import k_optimal_options
-from tao_harness.planner.problem import Packer, Problem
+from tao_harness.planner.problem import Packer, Problem, sizes_gcd
 from tao_harness.planner.split import FILL_BITS, best_fit, split as split_into
 
 INT64_BITS = 62  # packed values must stay below 2^62 so sums of two never overflow int64
@@ -48,7 +47,7 @@ def surrogate_knapsack(items: list[int], size: list[int], gain: list[int], capac
     if sum(size[i] for i in items) <= capacity:
         return list(items)
     chosen = [i for i in items if size[i] == 0]
-    grain = math.gcd(*(size[i] for i in items)) or 1
+    grain = sizes_gcd(items, size)
     picks = _knapsack_picks(np.array([size[i] // grain for i in items], dtype=np.int64),
                             np.array([gain[i] for i in items], dtype=np.int64), capacity // grain, _DP_CELLS)
     if len(picks) and picks[0] < 0:
@@ -167,7 +166,7 @@ def fullest_fills(items: list[int], size: list[int], rooms: list[int]) -> list[i
     bits took seconds.)"""
     total = sum(size[i] for i in items)
     top = min(max(rooms, default=0), total)  # a room holding every item is filled by all of them
-    grain = math.gcd(*(size[i] for i in items)) or 1
+    grain = sizes_gcd(items, size)
     if len(items) * (top // grain) > FILL_BITS:
         return [min(room, total) for room in rooms]
     mask = (1 << (top // grain + 1)) - 1

@@ -10,12 +10,11 @@ is finished separately (planner/solve.py keeps the best).
 
 from __future__ import annotations
 
-import math
 from itertools import product
 
 import numpy as np
 
-from tao_harness.planner.problem import Problem
+from tao_harness.planner.problem import Problem, sizes_gcd
 
 _UNREACHABLE = -(1 << 60)
 _TABLE_CELLS = 4_000_000  # items × room (in the sizes' gcd) past which the tables are not built: 32 MB, a few
@@ -50,7 +49,7 @@ def best_credit_subsets(
     items = [i for i in items if size[i] <= room]
     if sum(size[i] for i in items) <= room:
         return [items]  # every credit is positive, so taking all is the only optimum
-    grain = math.gcd(*(size[i] for i in items))
+    grain = sizes_gcd(items, size)
     size = [w // grain for w in size]
     room //= grain
     if len(items) * (room + 1) > _TABLE_CELLS:

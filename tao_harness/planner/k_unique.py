@@ -56,7 +56,8 @@ def k_common_pairs(problem: Problem, k_star: int, deadline: Deadline | None = No
                    multipliers: np.ndarray | None = None) -> CommonPairs:
     """The credited pairs every placement collecting the proven optimum `k_star` holds (as far as the
     probes and the deadline get; none proven: empty). The steps start from `multipliers` (λ per problem
-    session, ≥ 0: the K level's best) when given, else from the second-best credits."""
+    session, ≥ 0: `KLevel.multipliers`, the K level's root's) when given, else from the second-best
+    credits."""
     credit = credit_matrix(problem)
     if not any(credit):
         return CommonPairs({}, True, {})  # no credit anywhere: no K-optimal placement holds a credited pair

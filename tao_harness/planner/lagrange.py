@@ -173,8 +173,7 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
 
     step = credit_step(credit)
     shared = shared_sessions(credit)
-    search = _Search(step, deadline, polish, math.inf)
-    search.larger_twins = _larger_twins(credit, problem.size)
+    search = _Search(step, deadline, polish, math.inf, _larger_twins(credit, problem.size))
     lam = starting_multipliers(credit, problem.n, shared)  # read for a sub-problem's shared sessions only
     root: _Sub | None = _Sub(arrays, {}, 0)
     relaxation, first = None, math.inf
@@ -308,14 +307,15 @@ class _Search:
     placements."""
 
     def __init__(self, step: int, deadline: Deadline | None,
-                 polish: Callable[[dict[int, int]], tuple[dict[int, int], int]], ceiling: float) -> None:
+                 polish: Callable[[dict[int, int]], tuple[dict[int, int], int]], ceiling: float,
+                 larger_twins: dict[int, list[int]]) -> None:
         self.step, self.deadline, self.polish = step, deadline, polish
         self.ceiling = ceiling  # a bound on K proven apart from this search (planner/k_nested.py, k_bins.py)
         self.best_value, self.best_placement = -1, {}
         self.polished = True  # the best placement is a refill's output: polishing it again gains nothing
         self.iterations = self.nodes = 0
         self.root_multipliers: np.ndarray | None = None  # the root's latest, as its probes narrow it
-        self.larger_twins: dict[int, list[int]] = {}  # see `_larger_twins`
+        self.larger_twins = larger_twins  # per session, those it takes along when left uncredited
 
     def floor(self, bound: float) -> int:
         """The largest K a placement can have at most `bound`: every K is a multiple of `step`."""

@@ -8,8 +8,9 @@ so integer addition and comparison *are* lexicographic addition and comparison a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from tao_harness.types import Snapshot, SessionView
 
@@ -160,3 +161,10 @@ def is_feasible(problem: Problem, placement: Mapping[int, int]) -> bool:
             return False
         used[b] += problem.size[i]
     return all(u <= r for u, r in zip(used, problem.room))
+
+
+def sizes_gcd(items: Iterable[int], size: Sequence[int]) -> int:
+    """The gcd of the sizes of `items` (1 when there are none, or all are 0): every total of them is a
+    multiple of it, so rooms and sizes divided by it keep every packing (planner/knapsack.py's `size_gcd`
+    does the same in compiled code, over an array)."""
+    return math.gcd(*(size[i] for i in items)) or 1

@@ -24,9 +24,10 @@ first two tries (all the planner had before), 24 more within sixteen, 1 more by 
 
 from __future__ import annotations
 
-import math
 import random
 from typing import Collection, Iterable, Mapping, Sequence
+
+from tao_harness.planner.problem import sizes_gcd
 
 Allowed = Mapping[int, Collection[int]]  # per item, the room positions it may use
 FILL_BITS = 50_000_000  # items × room (bits of a subset-sum bitset) past which a room's fullest fill is not
@@ -107,7 +108,7 @@ def fullest_subset(items: list[int], size: Sequence[int], room: int) -> list[int
     bitset has 10^8 bits and more)."""
     if sum(size[i] for i in items) <= room:
         return list(items)
-    grain = math.gcd(*(size[i] for i in items)) or 1
+    grain = sizes_gcd(items, size)
     if len(items) * (room // grain) > FILL_BITS:
         taken, free = [], room
         for i in items:
