@@ -70,6 +70,30 @@ def test_pack_all_decides_feasibility_and_respects_its_node_limit() -> None:
         pack_all(list(range(len(sizes))), sizes, [13] * 6 + [12], node_limit=3)
 
 
+def test_pack_all_proves_a_fragmented_misfit_at_its_root() -> None:
+    """Sizes in steps of 8 quanta (2 apart from the rooms' multiples): the rooms hold them one at a time up to
+    a few quanta short each, so the merged room's slack is no proof; the subset-sum fills are, at once."""
+    sizes = [10, 10, 18, 18, 26, 26, 26, 34, 34, 34, 34, 34, 34, 34, 42]  # 414 in all
+    rooms = [49, 0, 47, 76, 26, 13, 163, 45]  # 419 in all, the fullest fills 410
+    spent = [0]
+    assert pack_all(list(range(len(sizes))), sizes, rooms, node_limit=10, spent=spent) is None
+    assert spent == [1]  # (without the fills: 38,733 nodes)
+
+
+def test_pack_all_agrees_with_enumeration_on_sizes_with_a_common_step() -> None:
+    rng = random.Random(29)
+    for _ in range(300):
+        sizes = [2 + 8 * rng.randint(0, 4) for _ in range(rng.randint(1, 6))]
+        rooms = [rng.randint(0, 60) for _ in range(rng.randint(1, 3))]
+        fits = any(all(sum(s for s, b in zip(sizes, choice) if b == r) <= rooms[r] for r in range(len(rooms)))
+                   for choice in itertools.product(range(len(rooms)), repeat=len(sizes)))
+        placement = pack_all(list(range(len(sizes))), sizes, rooms, node_limit=10**6)
+        assert (placement is not None) == fits, (sizes, rooms)
+        if placement is not None:
+            used = [sum(sizes[i] for i, b in placement.items() if b == r) for r in range(len(rooms))]
+            assert all(u <= room for u, room in zip(used, rooms))
+
+
 def test_dp_with_ready_cap_matches_brute_force() -> None:
     rng = random.Random(23)
     for _ in range(120):
