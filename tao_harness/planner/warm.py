@@ -19,7 +19,7 @@ from tao_harness.planner.k_dual import dual_steps, probe
 from tao_harness.planner.k_forced import forced_tables, forced_values
 from tao_harness.planner.k_mip import k_branch_and_cut
 from tao_harness.planner.k_polish import polish_placement
-from tao_harness.planner.knapsack import float_slack, knapsack_kernel
+from tao_harness.planner.knapsack import dembo_hammer, float_slack, knapsack_kernel
 from tao_harness.planner.nested import nested_bound, nested_value
 
 
@@ -39,5 +39,6 @@ def warm_up() -> None:
     polish_placement(arrays, {0: 0})
     k_branch_and_cut(arrays, {0: 0}, 1, 1.0)  # HiGHS's first MIP in a process starts its scheduler (~40 ms)
     surrogate_knapsack([0, 1], [1, 2], [1, 2], 2)
+    dembo_hammer(size, size, 2)  # also called from Python (planner/credit.py): its own dispatch
     nested_bound([0, 1], [1, 2], [1, 2], [2])  # the compiled table, recording the walk back and not
     nested_value([0, 1], [1, 2], [1, 2], [2])
