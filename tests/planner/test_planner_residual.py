@@ -80,11 +80,15 @@ def test_pack_all_proves_a_fragmented_misfit_at_its_root() -> None:
     assert spent == [1]  # (without the fills: 38,733 nodes)
 
 
-def test_pack_all_agrees_with_enumeration_on_sizes_with_a_common_step() -> None:
+@pytest.mark.parametrize("scale", [1, 4099])
+def test_pack_all_agrees_with_enumeration_on_sizes_with_a_common_step(scale: int) -> None:
+    """Sizes 2 apart from multiples of 8, as quanta (the fills' bitsets) and as tokens of 1-token quanta,
+    rooms past the bitsets' width (the fallback)."""
     rng = random.Random(29)
     for _ in range(300):
-        sizes = [2 + 8 * rng.randint(0, 4) for _ in range(rng.randint(1, 6))]
-        rooms = [rng.randint(0, 60) for _ in range(rng.randint(1, 3))]
+        sizes = [(2 + 8 * rng.randint(0, 4)) * scale + rng.randint(0, scale // 2)
+                 for _ in range(rng.randint(1, 6))]
+        rooms = [rng.randint(0, 60 * scale) for _ in range(rng.randint(1, 3))]
         fits = any(all(sum(s for s, b in zip(sizes, choice) if b == r) <= rooms[r] for r in range(len(rooms)))
                    for choice in itertools.product(range(len(rooms)), repeat=len(sizes)))
         placement = pack_all(list(range(len(sizes))), sizes, rooms, node_limit=10**6)
@@ -92,6 +96,18 @@ def test_pack_all_agrees_with_enumeration_on_sizes_with_a_common_step() -> None:
         if placement is not None:
             used = [sum(sizes[i] for i, b in placement.items() if b == r) for r in range(len(rooms))]
             assert all(u <= room for u, room in zip(used, rooms))
+
+
+def test_max_ready_counts_the_smallest_that_fit_at_fine_quanta() -> None:
+    """1-token quanta (rooms of 10^5 tokens, past the bitsets' width): R* as the enumeration finds it."""
+    rng = random.Random(37)
+    for _ in range(60):
+        problem = uniform_problem(rng, rng.randint(0, 7), rng.randint(1, 3))
+        scaled = Problem(problem.session_ids, problem.node_ids, tuple(w * 9973 + 1 for w in problem.size),
+                         tuple(r * 9973 for r in problem.room), problem.values)
+        cap = ready_cap_of(scaled)
+        assert cap.count == most_ready_by_enumeration(scaled) == len(cap.placement)
+        assert is_feasible(scaled, cap.placement)
 
 
 def test_dp_with_ready_cap_matches_brute_force() -> None:
