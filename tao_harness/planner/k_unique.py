@@ -27,7 +27,8 @@ import numpy as np
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.k_arrays import DualArrays
 from tao_harness.planner.k_dual import dual_steps, probe
-from tao_harness.planner.lagrange import credit_matrix, credit_step, shared_sessions, starting_multipliers
+from tao_harness.planner.lagrange import (KLevel, credit_matrix, credit_step, shared_sessions,
+                                          starting_multipliers)
 from tao_harness.planner.problem import Problem
 
 _ROUNDS = 6  # probes at most (each after fixing what the last one left one way)
@@ -53,18 +54,25 @@ class CommonPairs:
 
 
 def k_common_pairs(problem: Problem, k_star: int, deadline: Deadline | None = None,
-                   multipliers: np.ndarray | None = None) -> CommonPairs:
+                   level: KLevel | None = None) -> CommonPairs:
     """The credited pairs every placement collecting the proven optimum `k_star` holds (as far as the
-    probes and the deadline get; none proven: empty). The steps start from `multipliers` (λ per problem
-    session, ≥ 0: `KLevel.multipliers`, the K level's root's) when given, else from the second-best
-    credits."""
-    credit = credit_matrix(problem)
-    if not any(credit):
-        return CommonPairs({}, True, {})  # no credit anywhere: no K-optimal placement holds a credited pair
-    step = credit_step(credit)
-    start = arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size, dtype=np.int64))
-    lam = starting_multipliers(credit, problem.n, shared_sessions(credit)) if multipliers is None \
-        else multipliers.copy()  # per problem session
+    probes and the deadline get; none proven: empty). With the K `level` that proved it, its pairs and
+    step are reused and the steps start from its root's multipliers; else from the second-best credits."""
+    if level is not None and level.arrays is not None:
+        start = arrays = level.arrays
+        step = level.step
+    else:
+        credit = credit_matrix(problem)
+        if not any(credit):
+            return CommonPairs({}, True, {})  # no credit anywhere: no K-optimal plan holds a credited pair
+        step = credit_step(credit)
+        start = arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size, dtype=np.int64))
+    multipliers = None if level is None else level.multipliers
+    if multipliers is None:
+        credit = credit_matrix(problem)
+        lam = starting_multipliers(credit, problem.n, shared_sessions(credit))  # per problem session
+    else:
+        lam = multipliers.copy()
     steps_per_probe = _STEPS if multipliers is None else _WARM_STEPS
     fixed: dict[int, int] = {}
     fixed_value = 0

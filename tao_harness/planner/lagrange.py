@@ -105,6 +105,9 @@ class KLevel:
     # it (None: no step taken; any λ ≥ 0 bounds every sub-problem): where planner/k_unique.py's probes start
     # (its own steps from the second-best credits ended ~1% above K* after 30 steps on independent
     # multi-credit snapshots, and the probes found all the common pairs of 17 of 30; from these, of 22)
+    arrays: DualArrays | None = None  # the credited pairs as the kernels read them (None: no credit), for
+    # planner/k_unique.py's probes (building them again took ~0.3 ms at 160 x 8)
+    step: int = 1  # the credits' gcd
 
     @property
     def proven(self) -> bool:
@@ -266,7 +269,7 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     if value < bound and not search.polished:  # unproven: re-pack each node exactly around the best placement
         placement, value = polish(placement)
     return KLevel(max(value, bound), placement, value, search.iterations, search.nodes,
-                  search.root_multipliers)
+                  search.root_multipliers, arrays, step)
 
 
 @dataclass(frozen=True, slots=True)

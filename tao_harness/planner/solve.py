@@ -117,7 +117,7 @@ def _solve_general(problem: Problem, packer: Packer, state_budget: int, deadline
             return Solution(placement, "dp", states=states, bound=bound)
     else:  # the bounds below hold the common pairs: at least as tight as the whole problem's (~0.6 ms)
         common = k_common_pairs(problem, level.value, None if deadline is None else
-                                deadline.share(_REST_SHARE, _COMMON_S), level.multipliers)
+                                deadline.share(_REST_SHARE, _COMMON_S), level)
         if not around.fallback and common.only(forced):
             # the best plan holding the only K-optimal credited pairs: the optimum
             return Solution(placement, "dp", states=states, bound=objective(problem, placement))

@@ -229,18 +229,22 @@ def test_the_common_pairs_are_in_every_k_optimal_placement_and_bound_the_rest() 
     `k_common_pairs` returns, and the bound around them holds the whole optimum, never above the whole
     problem's surrogate bound (planner/solve.py takes it alone once K is proven); often they are more
     than nothing where the K-optimal placement is not unique (else the bound would be the whole surrogate)."""
-    partial = 0
+    partial = from_level = 0
     for snapshot, problem, level in tiny_k_levels(67, ["multi", "all", "everywhere", "copies", "forks"]):
-        common = k_common_pairs(problem, level.value)
         truth = k_optimal_credited_pairs(problem)
-        pairs = set(common.pairs.items())
-        assert all(pairs <= placement for placement in truth), snapshot.to_json()
-        held = bound_holding(problem, common.pairs, level.value)
-        assert brute_force(problem) <= held, snapshot.to_json()
-        whole = lexicographic_bound(problem, Packer.for_problem(problem), level.value)
-        assert held <= whole, snapshot.to_json()
-        partial += len(truth) > 1 and bool(pairs)
-    assert partial >= 15, partial  # 22 of these draws
+        for given in (None, level):  # from scratch, and from the K level (as the planner calls it)
+            common = k_common_pairs(problem, level.value, level=given)
+            pairs = set(common.pairs.items())
+            assert all(pairs <= placement for placement in truth), snapshot.to_json()
+            held = bound_holding(problem, common.pairs, level.value)
+            assert brute_force(problem) <= held, snapshot.to_json()
+            whole = lexicographic_bound(problem, Packer.for_problem(problem), level.value)
+            assert held <= whole, snapshot.to_json()
+            if given is None:
+                partial += len(truth) > 1 and bool(pairs)
+            else:
+                from_level += len(truth) > 1 and bool(pairs)
+    assert partial >= 15 and from_level >= 15, (partial, from_level)  # 22 of these draws
 
 
 def test_the_listed_k_optimal_placements_are_all_of_them() -> None:
