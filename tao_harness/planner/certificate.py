@@ -33,7 +33,7 @@ from numba import njit
 from tao_harness.planner.credit import k_optimal_options
 from tao_harness.planner.knapsack import dembo_hammer
 from tao_harness.planner.problem import Packer, Problem, sizes_gcd
-from tao_harness.planner.split import FILL_BITS, best_fit, split as split_into
+from tao_harness.planner.split import FILL_BITS, best_fit, fullest_total, split as split_into
 
 INT64_BITS = 62  # packed values must stay below 2^62 so sums of two never overflow int64
 _DP_CELLS = 8_000_000  # the surrogate's DP (items left by the reduction × room) at most: ~8 ms, 8 MB (at
@@ -127,8 +127,7 @@ def fullest_fills(items: list[int], size: list[int], rooms: list[int]) -> list[i
     reach = 1
     for i in items:
         reach = (reach | (reach << size[i] // grain)) & mask
-    return [total if room >= total else grain * ((reach & ((1 << (room // grain + 1)) - 1)).bit_length() - 1)
-            for room in rooms]
+    return [total if room >= total else grain * fullest_total(reach, room // grain) for room in rooms]
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,7 @@ def k_common_pairs(problem: Problem, k_star: int, deadline: Deadline | None = No
     """The credited pairs every placement collecting the proven optimum `k_star` holds (as far as the
     probes and the deadline get; none proven: empty). With the K `level` that proved it, its pairs and
     step are reused and the steps start from its root's multipliers; else from the second-best credits."""
+    credit: list[dict[int, int]] | None = None  # built only when the level's pairs are not at hand
     if level is not None and level.arrays is not None:
         start = arrays = level.arrays
         step = level.step
@@ -69,7 +70,7 @@ def k_common_pairs(problem: Problem, k_star: int, deadline: Deadline | None = No
         start = arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size, dtype=np.int64))
     multipliers = None if level is None else level.multipliers
     if multipliers is None:
-        credit = credit_matrix(problem)
+        credit = credit_matrix(problem) if credit is None else credit
         lam = starting_multipliers(credit, problem.n, shared_sessions(credit))  # per problem session
     else:
         lam = multipliers.copy()

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from tao_harness.planner.split import fullest_total
+
 
 @dataclass(frozen=True, slots=True)
 class NestedBound:
@@ -112,7 +114,7 @@ def _start(
 
 def _fills(reach: int, rooms: list[int]) -> list[int]:
     """Per room, the largest total ≤ room in the subset-sum bitset `reach`."""
-    return [(reach & ((1 << (room + 1)) - 1)).bit_length() - 1 for room in rooms]
+    return [fullest_total(reach, room) for room in rooms]
 
 
 def _run(

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tao_harness.planner.problem import sizes_gcd
-from tao_harness.planner.split import FILL_BITS
+from tao_harness.planner.split import FILL_BITS, fullest_total
 
 _NODE_LIMIT = 200  # search nodes for all the counts together: with the fills' pruning 71 of 76 residuals (the
 # independent ties and skewed snapshots and ours, 160 x 8) settle within 100, one more within 300, one more
@@ -111,7 +111,7 @@ class SmallestFills:
         reach, grain = self.reach[k], self.grain
         held = 0
         for room in rooms:
-            held += grain * ((reach & ((1 << (room // grain + 1)) - 1)).bit_length() - 1)
+            held += grain * fullest_total(reach, room // grain)
             if held >= total:
                 return True
         return False

@@ -101,6 +101,11 @@ def fill_rooms(items: list[int], size: Sequence[int], rooms: list[int], order: I
     return placement, left
 
 
+def fullest_total(reach: int, room: int) -> int:
+    """The largest total ≤ `room` in the subset-sum bitset `reach` (bit t set: some subset totals t)."""
+    return (reach & ((1 << (room + 1)) - 1)).bit_length() - 1
+
+
 def fullest_subset(items: list[int], size: Sequence[int], room: int) -> list[int]:
     """A subset of `items` filling `room` as full as any does, an item taken only where the fill needs it
     (so earlier items are preferred): a subset-sum bitset, in the sizes' gcd. Past `FILL_BITS` bit
