@@ -5,16 +5,13 @@ The first call of each kernel in a process costs about a second on a new install
 caches the machine code beside the source) and a few to tens of milliseconds after (loading it). Building
 a TAO policy (policies/tao.py) calls `warm_up`, so that cost never falls within a plan's deadline.
 
-It then moves every object alive at that point (the imported modules: numba, llvmlite, scipy, HiGHS,
-pydantic; ~125,000, ~70 ms for the cyclic garbage collector to walk) out of the collector's reach
-(`gc.freeze`), after one collection. A full collection that fell within a plan added that much to it
-(independent snapshots at 160 x 8: a plan in about every third pass over 480 took 52-76 ms of CPU, 67-73
-ms of it in a generation-2 collection; plans are ~8 ms).
+What the imports and kernels leave is for the process's owner to move out of the garbage collector's
+reach once it is set up (a server: serving.freeze_startup_objects; the coordinator's background task;
+scripts/bench_planner.py), not for this function: tests unfreeze between cases.
 """
 
 from __future__ import annotations
 
-import gc
 import math
 from functools import cache
 
@@ -32,8 +29,8 @@ from tao_harness.planner.nested import nested_bound, nested_value
 
 @cache
 def warm_up() -> None:
-    """Call every kernel once on a tiny problem, with the argument types the planner uses, then freeze what
-    is alive (see the module docstring; once per process)."""
+    """Call every kernel once on a tiny problem, with the argument types the planner uses (once per
+    process)."""
     size, profit = np.array([1, 2], dtype=np.int64), np.array([1.0, 2.0])
     knapsack_kernel(size, profit, 2)
     float_slack(1.0)  # also called from Python (planner/lagrange.py): its own dispatch, ~3 ms to load
@@ -49,5 +46,3 @@ def warm_up() -> None:
     dembo_hammer(size, size, 2)  # also called from Python (planner/credit.py): its own dispatch
     nested_bound([0, 1], [1, 2], [1, 2], [2])  # the compiled table, recording the walk back and not
     nested_value([0, 1], [1, 2], [1, 2], [2])
-    gc.collect()  # what is garbage now is not frozen with the rest
-    gc.freeze()
