@@ -8,12 +8,14 @@ left) is searched: without eligibility subsets R*, the most ready sessions any p
 packing the smallest ready sessions (planner/ready_cap.py) and seeds the incumbent; with them the
 incumbent is repaired room by room first (planner/improve.py). A bin-completion branch and bound under
 the nested bound (planner/bins.py) settles most residuals within a small node limit: a short search
-first, then, from its best placement repaired, the rest of the limit. What it leaves goes to the
-capacity-state DP (planner/dp.py).
+first, then, from its best placement repaired, the rest of the limit. A small residual with eligibility
+subsets that the short search leaves open goes to the K level's machinery in between, its values packed
+into one credit (planner/packed_level.py). What they leave goes to the capacity-state DP (planner/dp.py).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 
 from tao_harness.planner.bins import NODE_TRIES, solve_residual
@@ -21,11 +23,15 @@ from tao_harness.planner.certificate import Certificate, certified_placement, re
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.dp import BudgetExceeded, exact_dp
 from tao_harness.planner.improve import Improver
+from tao_harness.planner.packed_level import packed_level
 from tao_harness.planner.problem import Packer, Problem, Solution, total_value
 from tao_harness.planner.ready_cap import max_ready
 from tao_harness.planner.split import best_fit
 
 _BRANCH_NODES = 80  # nested bounds the residual's branch and bound may evaluate (~0.2 ms each)
+_LEVEL_SHARE = 0.6  # of the rest's time left, for the packed K level (planner/packed_level.py)
+_LEVEL_PAIRS = 512  # residual sessions x nodes at most for it: 32 x 8 and 64 x 8 residuals (160 x 8 ones
+# have ~1,000 pairs, where its LP and steps ran past the 3 ms the rest has there and proved none more)
 _QUICK_NODES = 16  # of which the first search, before the incumbent is repaired (enough for most)
 
 
@@ -83,6 +89,14 @@ def _solve_residual(
     # a short search settles most residuals; the rest get the repaired incumbent (it prunes more)
     searched = solve_residual(sub, sub_packer, sub_incumbent, cap, _QUICK_NODES, deadline)
     nodes = searched.nodes
+    if not searched.proven and sub.restricted and sub.n * sub.m <= _LEVEL_PAIRS:
+        # eligibility subsets: the search's nested bound forgets them, the K level's knapsacks keep them
+        level = packed_level(sub, sub_packer, None if deadline is None else deadline.share(_LEVEL_SHARE))
+        if level is not None and level.proven:
+            return Solution(placement=_lift(certificate, back, level.placement), solver="dp", states=nodes)
+        if level is not None and (total_value(sub, sub_packer, level.placement)
+                                  > total_value(sub, sub_packer, searched.placement)):
+            searched = replace(searched, placement=level.placement)
     if not searched.proven:
         sub_incumbent = improver().improve(searched.placement, deadline=deadline)
         searched = solve_residual(sub, sub_packer, sub_incumbent, cap, _BRANCH_NODES - nodes, deadline,
