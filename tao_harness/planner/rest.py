@@ -32,6 +32,9 @@ _BRANCH_NODES = 80  # nested bounds the residual's branch and bound may evaluate
 _LEVEL_SHARE = 0.6  # of the rest's time left, for the packed K level (planner/packed_level.py)
 _LEVEL_PAIRS = 512  # residual sessions x nodes at most for it: 32 x 8 and 64 x 8 residuals (160 x 8 ones
 # have ~1,000 pairs, where its LP and steps ran past the 3 ms the rest has there and proved none more)
+_LEVEL_MIN_S = 0.006  # and only with this much of the rest's time left: its LP, steps and refills take 3-6 ms
+# on a 60 x 8 residual whatever its share, so at 160 x 8 (3 ms for the whole rest) a small residual's level
+# ran ~5 ms past the rest's deadline (independent `all4` snapshots, one plan 12.7 ms in the rest)
 _QUICK_NODES = 16  # of which the first search, before the incumbent is repaired (enough for most)
 
 
@@ -89,7 +92,8 @@ def _solve_residual(
     # a short search settles most residuals; the rest get the repaired incumbent (it prunes more)
     searched = solve_residual(sub, sub_packer, sub_incumbent, cap, _QUICK_NODES, deadline)
     nodes = searched.nodes
-    if not searched.proven and sub.restricted and sub.n * sub.m <= _LEVEL_PAIRS:
+    if (not searched.proven and sub.restricted and sub.n * sub.m <= _LEVEL_PAIRS
+            and (deadline is None or deadline.left() >= _LEVEL_MIN_S)):
         # eligibility subsets: the search's nested bound forgets them, the K level's knapsacks keep them
         level = packed_level(sub, sub_packer, None if deadline is None else deadline.share(_LEVEL_SHARE))
         if level is not None and level.proven:
