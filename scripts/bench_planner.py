@@ -4,7 +4,9 @@ Shapes (tao_harness/planner/shapes.py): `ours` (credit on ≤ 1 node, all eligib
 `eligible`, `skewed`, `all` (the four at once), `everywhere` (credit on most nodes), `copies` (copies
 written together), `replicated` (copies written together on one to all nodes), `adversarial`, `crowded`,
 `degenerate`, `forks` (sessions of a few task templates: equal sizes, credits tied), `templates` (the
-same as a live benchmark shows it: credit graded over each template's homes, sizes all different).
+same as a live benchmark shows it: credit graded over each template's homes, sizes all different), `long`
+(long contexts with aged copies on the replicas they ran on), `fleet` (a repository's system prompt cached
+on most replicas, beside each session's own context).
 `--replay DIR` adds every `*.json` snapshot under DIR (as dumped by `tao sim --dump-snapshots DIR` or the
 coordinator's `--dump-snapshots DIR`).
 

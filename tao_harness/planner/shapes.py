@@ -34,6 +34,16 @@ proportional to demand. The other shapes add, one at a time, what live clusters 
   the template's workers), workers' own contexts of every size after the prefix, and a quarter of them
   with a longer prefix of their own on the replica they last ran on. Dozens of sessions alike in credit
   but not in size: the Lagrangian bound sits up to half a percent above K*, and only branching closes it.
+- `long`: long agent contexts (a third of the sessions 30k-100k tokens, in any token count) with a fresh
+  copy on the replica each last ran on and one to three older, shorter ones on replicas it ran on before,
+  replicas popular in proportion to 1/rank: sessions large beside the rooms, so the LP relaxation of K sits
+  0.5-3.5% above K* (0-0.6% on `multi`) and the Lagrangian's exact knapsacks do the work: the K level
+  takes ~10 ms at 160 x 8, against ~1.6 ms on `multi` (a generator written apart from ours found it);
+- `fleet`: a SWE-bench fleet: a few repositories of Zipf-like popularity, each with a system prompt that
+  every replica one of its sessions ran on still caches (seen at the latest such run, on half-second ticks,
+  so the prompt's credit is tied between the repository's sessions on each replica and graded between
+  replicas), and each session's own context on the replica it last ran on: credit on nearly every node for
+  every session, near-ties everywhere. Like `templates`, HiGHS takes tens of seconds to prove its K*.
 
 Every shape is a function (rng, sessions, nodes) -> Snapshot; `SHAPES` lists them by name.
 """
@@ -262,6 +272,79 @@ def _templates(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
     return Snapshot(now=NOW, params=params, nodes=tuple(node_states), sessions=tuple(views))
 
 
+def _popular(rng: random.Random, node_ids: list[str]) -> list[float]:
+    """Replica weights proportional to 1/rank, in a random order: a few replicas take most sessions."""
+    weights = [1.0 / rank for rank in range(1, len(node_ids) + 1)]
+    rng.shuffle(weights)
+    return weights
+
+
+def _long(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
+    """Long contexts with copies left behind by re-placements, credit graded by age and length."""
+    params = PlannerParams()
+    node_ids = [f"r{b}" for b in range(nodes)]
+    weights = _popular(rng, node_ids)
+    views = []
+    for i in range(sessions):
+        long_context = rng.random() < 0.3
+        tokens = rng.randint(30_000, 100_000) if long_context else rng.randint(2_000, 10_000)
+        cache = {}
+        if rng.random() < 0.8:
+            places = list(dict.fromkeys(rng.choices(node_ids, weights, k=rng.randint(2, 4))))
+            cached, age = int(tokens * rng.uniform(0.7, 0.95)), rng.expovariate(1 / 6)  # less the last output
+            for node_id in places:  # the replica it last ran on first, then older, shorter copies
+                cache[node_id] = CacheEntry(cached, NOW - age)
+                cached, age = int(cached * rng.uniform(0.3, 0.9)), age + rng.expovariate(1 / 15)
+        views.append(SessionView(
+            id=f"s{i}", tokens=tokens, shared_tokens=min(tokens, rng.choice([0, 1500, 3000])),
+            ready=int(rng.random() < 0.5), cache=cache, turn=rng.randint(1, 60),
+            arrived_at=NOW - rng.uniform(0, 60)))
+    rooms = _rooms(rng, views, node_ids, params, demand_over_free=rng.uniform(1.5, 2.5))
+    return Snapshot(now=NOW, params=params, nodes=rooms, sessions=tuple(views))
+
+
+def _fleet(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
+    """Sessions of a few repositories, each repository's system prompt cached on most replicas."""
+    params = PlannerParams()
+    node_ids = [f"r{b}" for b in range(nodes)]
+    weights = _popular(rng, node_ids)
+    repos = rng.randint(6, 16)
+    popularity = [1.0 / rank ** 1.1 for rank in range(1, repos + 1)]
+    prompts = [rng.randint(8, 24) * params.quantum_tokens for _ in range(repos)]
+    last_seen: dict[tuple[int, str], float] = {}  # (repository, replica) -> its latest run there
+    drawn = []
+    for _ in range(sessions):
+        repo, home = rng.choices(range(repos), popularity)[0], rng.choices(node_ids, weights)[0]
+        seen = NOW - round(rng.uniform(0, 30) * 2) / 2  # on half-second ticks
+        for node_id in {home, *rng.sample(node_ids, rng.randint(0, nodes))}:  # where its turns ran
+            key = (repo, node_id)
+            last_seen[key] = max(last_seen.get(key, seen), seen if node_id == home else seen - 0.5)
+        drawn.append((repo, home, seen))
+    views = []
+    for i, (repo, home, seen) in enumerate(drawn):
+        prompt = prompts[repo]
+        tokens = prompt + sum(rng.randint(400, 2500) for _ in range(1 + int(rng.expovariate(1 / 10))))
+        cache = {node_id: CacheEntry(prompt, at) for (r, node_id), at in last_seen.items() if r == repo}
+        cache[home] = CacheEntry(tokens - rng.randint(400, 2500) if tokens > prompt + 2500 else prompt, seen)
+        views.append(SessionView(
+            id=f"s{i}", tokens=tokens, shared_tokens=prompt, ready=int(rng.random() < 0.5), cache=cache,
+            turn=rng.randint(1, 40), arrived_at=NOW - rng.uniform(0, 60)))
+    rooms = _rooms(rng, views, node_ids, params, demand_over_free=rng.uniform(1.2, 2.2))
+    return Snapshot(now=NOW, params=params, nodes=rooms, sessions=tuple(views))
+
+
+def _rooms(rng: random.Random, views: list[SessionView], node_ids: list[str], params: PlannerParams,
+           demand_over_free: float) -> tuple[NodeState, ...]:
+    """Nodes sharing demand / `demand_over_free` of free room by gamma(4) weights, used tokens any count."""
+    free_total = sum(v.cost(params) for v in views) / demand_over_free
+    weights = [rng.gammavariate(4.0, 1.0) for _ in node_ids]
+    node_states = []
+    for node_id, weight in zip(node_ids, weights):
+        free, used = int(free_total * weight / sum(weights)), rng.randint(0, 300_000)
+        node_states.append(NodeState(id=node_id, capacity_tokens=free + used, used_tokens=used))
+    return tuple(node_states)
+
+
 def _shape(draw: _Draw) -> Callable[[random.Random, int, int], Snapshot]:
     return lambda rng, sessions, nodes: _snapshot(rng, sessions, nodes, draw)
 
@@ -281,4 +364,6 @@ SHAPES: dict[str, Callable[[random.Random, int, int], Snapshot]] = {
     "degenerate": _degenerate,
     "forks": _forks,
     "templates": _templates,
+    "long": _long,
+    "fleet": _fleet,
 }
