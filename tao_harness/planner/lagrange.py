@@ -30,7 +30,8 @@ Placements come from the knapsacks' choices: a session chosen on several nodes s
 then left-out sessions are shifted in and each node is re-packed exactly over its sessions and the
 unplaced ones, at every step whose repair is near the best one (compiled, planner/k_polish.py: the path's
 many repairs polished find placements within ~0.1% of the optimum where the best one polished once was up
-to 1% short), and once more on the best placement with pairs of rooms too (planner/improve.py). With
+to 1% short), and once more on the best placement with pairs of rooms too (planner/improve.py), or, with
+graded credit and the bound not reached, with exchanges of sessions between nodes (planner/k_polish.py). With
 flat credits (a session worth the same on each of its nodes) the LP's whole placements refilled
 come first, then the nodes filled one by one, then twenty polished steps from the LP's multipliers (the
 packing-only ceiling computed after the first), each only while the best placement is short of the
@@ -68,7 +69,7 @@ from tao_harness.planner.k_dual import dual_steps, probe
 from tao_harness.planner.k_lp import KRelaxation, k_relaxation
 from tao_harness.planner.k_mip import k_branch_and_cut
 from tao_harness.planner.knapsack import float_slack
-from tao_harness.planner.k_polish import polish_placement
+from tao_harness.planner.k_polish import exchanged_placement, polish_placement
 from tao_harness.planner.k_nested import k_ceiling
 from tao_harness.planner.reshuffle import reshuffle
 from tao_harness.planner.problem import Packer, Problem
@@ -266,7 +267,10 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
         open_bound = int(min(open_bound, first, search.floor(relaxation.bound)))
     placement, value = search.best_placement, search.best_value
     bound = int(min(max(value, open_bound), search.ceiling))
-    if value < bound and not search.polished:  # unproven: re-pack each node exactly around the best placement
+    if value < bound and not flat:  # unproven: exchanges between nodes too (with flat credit none gains)
+        placement = exchanged_placement(arrays, placement)
+        value = value_of(placement)
+    elif value < bound and not search.polished:  # unproven: each node re-packed exactly around the best
         placement, value = polish(placement)
     return KLevel(max(value, bound), placement, value, search.iterations, search.nodes,
                   search.root_multipliers, arrays, step)

@@ -22,7 +22,7 @@ from tao_harness.planner.k_arrays import OPEN, DualArrays
 from tao_harness.planner.k_dual import dual_steps, probe
 from tao_harness.planner.k_forced import forced_tables, forced_values
 from tao_harness.planner.k_mip import k_branch_and_cut
-from tao_harness.planner.k_polish import polish_placement
+from tao_harness.planner.k_polish import exchanged_placement, polish_placement
 from tao_harness.planner.knapsack import dembo_hammer, float_slack, knapsack_kernel
 from tao_harness.planner.nested import nested_bound, nested_value
 
@@ -41,6 +41,7 @@ def warm_up() -> None:
     probe(arrays, np.zeros(2), 0, -1, 1)
     arrays.restricted(np.array([0, OPEN], dtype=np.int64), np.zeros(3, dtype=np.bool_))
     polish_placement(arrays, {0: 0})
+    exchanged_placement(arrays, {0: 0})
     k_branch_and_cut(arrays, {0: 0}, 1, 1.0)  # HiGHS's first MIP in a process starts its scheduler (~40 ms)
     surrogate_knapsack([0, 1], [1, 2], [1, 2], 2)
     dembo_hammer(size, size, 2)  # also called from Python (planner/credit.py): its own dispatch

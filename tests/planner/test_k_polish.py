@@ -1,6 +1,6 @@
 """The compiled local search on K-placements (planner/k_polish.py): it never loses K, keeps the placement
-feasible and says what it is worth; it makes the two moves it claims (a shift that makes room, an exact
-re-pack of a node)."""
+feasible and says what it is worth; it makes the moves it claims (a shift that makes room, an exact
+re-pack of a node, and with exchanges a session moved to a better node alone or swapped with one there)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import random
 import numpy as np
 
 from tao_harness.planner.k_arrays import DualArrays
-from tao_harness.planner.k_polish import polish
+from tao_harness.planner.k_polish import exchanged_placement, polish, polish_placement
 from test_k_dual import small_k_problems
 from test_k_level import every_k_placement, k_of
 
@@ -91,3 +91,42 @@ def test_repack_replaces_a_node_content_by_its_knapsack_optimum() -> None:
     assert value == 8
     assert after[0] == -1 and after[1] >= 0 and after[2] >= 0
 
+
+
+def k_of_placement(credit: list[dict[int, int]], placement: dict[int, int]) -> int:
+    return sum(credit[b][i] for i, b in placement.items())
+
+
+def test_exchanges_never_lose_k_and_stay_feasible() -> None:
+    """From random placements: a feasible placement on credited pairs, at least the plain polish's K (the
+    exchanges start from it), at most the optimum, and on some problems more than the polish."""
+    rng = random.Random("exchange")
+    gained = 0
+    for problem, credit in small_k_problems("exchange-problems", 200):
+        arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size))
+        optimum = max(k_of(problem, p) for p in every_k_placement(problem))
+        at = random_placement(rng, arrays)
+        start = {int(arrays.sessions[s]): int(arrays.pair_node[p])
+                 for s, p in enumerate(at.tolist()) if p >= 0}
+        plain = k_of_placement(credit, polish_placement(arrays, start))
+        exchanged = exchanged_placement(arrays, start)
+        exchanged_at, kept = arrays.pairs_of(exchanged)
+        assert not kept  # every session on one of its credited pairs
+        assert check_feasible(arrays, exchanged_at) == k_of_placement(credit, exchanged)
+        assert plain <= k_of_placement(credit, exchanged) <= optimum
+        gained += plain < k_of_placement(credit, exchanged)
+    assert gained > 0
+
+
+def test_exchange_moves_a_session_to_a_better_node() -> None:
+    """Session 0 sits on node 0 (credit 3) and is worth 7 on node 1, which has room: it moves."""
+    arrays = single_node_arrays([{0: 3}, {0: 7}], [2], [2, 2])
+    assert exchanged_placement(arrays, {0: 0}) == {0: 1}
+
+
+def test_exchange_swaps_two_sessions_worth_more_on_each_other_s_node() -> None:
+    """Full nodes: session 0 on node 0 (credit 2, 6 on node 1), session 1 on node 1 (credit 2, 6 on node 0);
+    neither fits the other's node alone, no re-pack of one node gains, swapped they collect 12."""
+    arrays = single_node_arrays([{0: 2, 1: 6}, {0: 6, 1: 2}], [3, 3], [3, 3])
+    assert polish_placement(arrays, {0: 0, 1: 1}) == {0: 0, 1: 1}
+    assert exchanged_placement(arrays, {0: 0, 1: 1}) == {0: 1, 1: 0}
