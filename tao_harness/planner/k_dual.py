@@ -38,6 +38,9 @@ _SEARCH_CELLS = 20_000  # positive items x room past which a probe searches its 
 _CELLS_PER_NODE = 2  # ... half as many search nodes as the tables' cells, else the tables
 _SEARCH_NODE_S = 6e-9  # a search node's time, and ...
 _TABLE_CELL_S = 3e-9  # ... a table cell's (measured at 160 x 8, rooms of thousands of quanta)
+_BATCH_CELLS = 200_000  # pairs x room summed over the nodes up to which a probe solves every node in one
+# compiled call, its deadline checked once before (at most ~0.6 ms of tables; at 32 x 8 the calls and checks
+# node by node cost more than the knapsacks)
 _NO_DEADLINE_S = 1e6  # the time a probe without a deadline may take (finite: it becomes a node count)
 
 
@@ -231,23 +234,32 @@ def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int
 
     None when `deadline` passes before every node's forced knapsacks are found (checked before each
     node's: at 640 x 8 with credit on most nodes a probe takes ~20 ms, and one begun just before a 30 ms
-    deadline overran it by 25 ms), or when a node's would take longer than the time left."""
+    deadline overran it by 25 ms; up to `_BATCH_CELLS`, once before them all), or when a node's would take
+    longer than the time left."""
     m, pairs = len(arrays.room), len(arrays.pair_session)
     node_value, forced_in, forced_out = np.zeros(m), np.zeros(pairs), np.zeros(pairs)
     take = np.zeros(pairs, dtype=np.bool_)
     layout = arrays.layout()
-    for b in range(m):
-        if deadline is not None and deadline.passed():
-            return None
-        node_value[b] = _node_knapsack(b, *layout, lam, take)
-    # a way loses at least this much on one node: closed, so no forced value below it needs to be exact
-    floor_loss = _total(arrays, lam, node_value, fixed_value) - best_value - step / 2
-    for b in range(m):
-        if deadline is not None and deadline.passed():
-            return None
+    if deadline is not None and deadline.passed():
+        return None
+    if deadline is None or int((np.diff(arrays.node_start) * arrays.room).sum()) <= _BATCH_CELLS:
         seconds = _NO_DEADLINE_S if deadline is None else deadline.left()
-        if not _node_forced(b, *layout, lam, node_value[b], take, floor_loss, forced_in, forced_out, seconds):
+        if not _probe_nodes(*layout, lam, float(fixed_value), float(best_value), float(step), take,
+                            node_value, forced_in, forced_out, seconds):
             return None
+    else:
+        for b in range(m):
+            if b and deadline.passed():
+                return None
+            node_value[b] = _node_knapsack(b, *layout, lam, take)
+        # a way loses at least this much on one node: closed, so no forced value below it needs to be exact
+        floor_loss = _total(arrays, lam, node_value, fixed_value) - best_value - step / 2
+        for b in range(m):
+            if deadline.passed():
+                return None
+            if not _node_forced(b, *layout, lam, node_value[b], take, floor_loss, forced_in, forced_out,
+                                deadline.left()):
+                return None
     settled, place, drop, split_session, way_bound = _ways(
         *layout, lam, node_value, forced_in, forced_out, float(fixed_value), float(best_value), float(step))
     split: list[tuple[int, int, int | None]] = []
@@ -264,6 +276,29 @@ def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int
 def _total(arrays: DualArrays, lam: np.ndarray, node_value: np.ndarray, fixed_value: int) -> float:
     """L(λ): the bound every way's bound is taken from (as `_ways` sums it)."""
     return float(fixed_value + node_value.sum() + lam[arrays.shared].sum())
+
+
+@njit(cache=True)
+def _probe_nodes(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node,
+                 by_credit, shared, lam, fixed_value, best_value, step, take, node_value, forced_in, forced_out,
+                 seconds):
+    """Every node's knapsack, then its forced ones, as `probe` does node by node (without its deadline
+    checks between nodes); False when a node's forced knapsacks would take longer than `seconds`."""
+    m = room.shape[0]
+    for b in range(m):
+        node_value[b] = _node_knapsack(b, size, room, node_start, pair_session, pair_credit, rank_start,
+                                       rank_pair, pair_node, by_credit, shared, lam, take)
+    total = fixed_value + node_value.sum()
+    for s in range(size.shape[0]):
+        if shared[s]:
+            total += lam[s]
+    floor_loss = total - best_value - step / 2  # as in `probe`
+    for b in range(m):
+        if not _node_forced(b, size, room, node_start, pair_session, pair_credit, rank_start, rank_pair,
+                            pair_node, by_credit, shared, lam, node_value[b], take, floor_loss, forced_in,
+                            forced_out, seconds):
+            return False
+    return True
 
 
 @njit(cache=True)

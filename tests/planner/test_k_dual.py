@@ -160,6 +160,29 @@ def test_a_probe_past_the_deadline_gives_up() -> None:
     assert probe(arrays, np.zeros(2), 0, 0, 1, Deadline(at=2.0, clock=lambda: 1.0)) is not None
 
 
+def test_a_probe_solves_small_problems_in_one_call_as_it_does_node_by_node(monkeypatch) -> None:
+    """The batched probe (every node in one compiled call) and the node-by-node one (deadline checked
+    between nodes) establish the same: settled or not, the same pairs closed, places fixed and split."""
+    import tao_harness.planner.k_dual as k_dual
+
+    rng = random.Random("batched probe")
+    far = Deadline.after(3600.0)
+    compared = 0
+    for problem, credit in small_k_problems("batched-probe-problems", 80):
+        arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size))
+        lam = np.array([rng.uniform(0, 3000) if shared else 0.0 for shared in arrays.shared])
+        best = rng.randint(0, sum(max(column.values(), default=0) for column in credit))
+        batched = probe(arrays, lam, 0, best, 1, far)
+        monkeypatch.setattr(k_dual, "_BATCH_CELLS", -1)
+        by_node = probe(arrays, lam, 0, best, 1, far)
+        monkeypatch.undo()
+        assert batched is not None and by_node is not None
+        assert batched.settled == by_node.settled and batched.split == by_node.split
+        assert (batched.place == by_node.place).all() and (batched.drop == by_node.drop).all()
+        compared += 1
+    assert compared > 40
+
+
 def test_probe_splits_on_the_session_whose_best_way_bounds_lowest() -> None:
     """Rooms take everyone, λ = 0: L = 10 + 10 + 5 + 3 = 28. Session 0 (10 on either node) on node 0 or
     1 bounds 28 − 10 = 18, on none 8; session 1 (5 on node 0, 3 on node 1) bounds 25, 23 and 20. Splitting
