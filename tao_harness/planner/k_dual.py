@@ -280,8 +280,8 @@ def _total(arrays: DualArrays, lam: np.ndarray, node_value: np.ndarray, fixed_va
 
 @njit(cache=True)
 def _probe_nodes(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node,
-                 by_credit, shared, lam, fixed_value, best_value, step, take, node_value, forced_in, forced_out,
-                 seconds):
+                 by_credit, shared, lam, fixed_value, best_value, step, take, node_value, forced_in,
+                 forced_out, seconds):
     """Every node's knapsack, then its forced ones, as `probe` does node by node (without its deadline
     checks between nodes); False when a node's forced knapsacks would take longer than `seconds`."""
     m = room.shape[0]
