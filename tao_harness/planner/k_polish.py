@@ -63,7 +63,7 @@ def _exchange(size, room, node_start, pair_session, pair_credit, rank_start, ran
     nodes with room, or swapped with a session v placed there that has a pair on its node (gain
     k_sb + k_va − k_sa − k_vb, both rooms holding). A swap that gains has a side that gains alone, so
     starting from sessions whose own move gains finds every one. Returns the K gained."""
-    m, n = room.shape[0], size.shape[0]
+    n = size.shape[0]
     left = room.copy()
     for s in range(n):
         if at[s] >= 0:
