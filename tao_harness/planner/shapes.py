@@ -43,8 +43,8 @@ proportional to demand. The other shapes add, one at a time, what live clusters 
   every replica one of its sessions ran on still caches (seen at the latest such run, on half-second ticks,
   so the prompt's credit is tied between the repository's sessions on each replica and graded between
   replicas), and each session's own context on the replica it last ran on: credit on nearly every node for
-  every session, near-ties everywhere. Like `templates`, it is hard to prove for HiGHS too: 7 s, 33 s and
-  over 60 s for K* on three 160 x 8 snapshots, 0.3-1.2 s at 32 x 8.
+  every session, near-ties everywhere. Like `templates`, it is hard to prove for HiGHS too: 7 s, 22 s and
+  over 60 s for K* on three 160 x 8 snapshots, 0.3-1.1 s at 32 x 8.
 
 Every shape is a function (rng, sessions, nodes) -> Snapshot; `SHAPES` lists them by name.
 """
