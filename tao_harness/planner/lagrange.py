@@ -91,6 +91,9 @@ _RESHUFFLES = 80  # rounds of the root's large-neighbourhood search at most (~1 
 _RESHUFFLE_SHARE = 0.7  # of the K level's time left, for them
 _NODES = 400  # sub-problems bounded at most (the caller's deadline usually ends the search first)
 _STEP0 = 1.5  # the first subgradient step, as a share of the Polyak step toward the incumbent
+_EXCHANGE_WORK = 1_000_000  # pairs x sessions at most for the unproven K level's last exchanges between nodes
+# (planner/k_polish.py; they cost ~0.2-0.5 ms at 160 x 8, where they gain, 1-3 ms at 640 x 8, where on
+# `fleet` and `everywhere` they gained nothing, after the K level's deadline)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +270,8 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
         open_bound = int(min(open_bound, first, search.floor(relaxation.bound)))
     placement, value = search.best_placement, search.best_value
     bound = int(min(max(value, open_bound), search.ceiling))
-    if value < bound and not flat:  # unproven: exchanges between nodes too (with flat credit none gains)
+    exchanges = not flat and len(arrays.pair_session) * len(arrays.sessions) <= _EXCHANGE_WORK
+    if value < bound and exchanges:  # unproven: exchanges between nodes too (with flat credit none gains)
         placement = exchanged_placement(arrays, placement)
         value = value_of(placement)
     elif value < bound and not search.polished:  # unproven: each node re-packed exactly around the best
