@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from tao_harness.config import PlannerConfig
 
 BENCH = Path(__file__).resolve().parents[2] / "scripts" / "bench_planner.py"
 
@@ -85,7 +91,31 @@ def test_bad_arguments_are_one_line_errors() -> None:
                          (["--shapes", "ours,nope"], "unknown shape 'nope'"),
                          (["--milp-unproven", "-1"], "must be ≥ 0"),
                          (["--quantum-tokens", "0"], "--quantum-tokens must be ≥ 1"),
-                         (["--milp-levels", "2"], "invalid choice: 2")):
+                         (["--milp-levels", "2"], "invalid choice: 2"),
+                         (["--repeat", "0"], "--repeat must be ≥ 1")):
         done = _bench(*args)
         assert done.returncode == 2 and done.stdout == ""
         assert needle in done.stderr.strip().splitlines()[-1] and "Traceback" not in done.stderr
+
+
+def test_repeat_takes_each_snapshot_s_median_time_and_counts_every_plan(monkeypatch: pytest.MonkeyPatch
+                                                                        ) -> None:
+    """One snapshot planned three times, 1, 5 and 2 ms, proven in the first and last pass only: its time
+    is 2 ms (the median), K proven 2/3 of the plans, the worst gap the unproven pass's, and the MILP checks
+    would take the first pass's plan."""
+    spec = importlib.util.spec_from_file_location("bench_planner", BENCH)
+    bench = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    monkeypatch.setitem(sys.modules, "bench_planner", bench)  # its dataclasses look their module up
+    spec.loader.exec_module(bench)  # type: ignore[union-attr]
+    proven = SimpleNamespace(bound=(100, 1, 1, 1), objective=(100, 1, 1, 1), fallback=False)
+    short = SimpleNamespace(bound=(100, 1, 1, 1), objective=(90, 1, 1, 1), fallback=True)
+    plans = iter([proven, short, proven])
+    monkeypatch.setattr(bench, "get_policy", lambda name, config: SimpleNamespace(plan=lambda s: next(plans)))
+    clock = iter([0.0, 0.001, 1.0, 1.005, 2.0, 2.002])
+    monkeypatch.setattr(bench, "process_time", lambda: next(clock))
+    milp = bench.MilpCheck(samples=0, unproven=0, seconds=1.0)
+    row = bench.bench_row("fake", "1x1", ["snapshot"], milp, PlannerConfig(), repeat=3)
+    assert row.snapshots == 1 and row.repeat == 3
+    assert row.cpu_ms == (2.0, 2.0, 2.0)
+    assert row.k_proven == pytest.approx(2 / 3) and row.exact == pytest.approx(2 / 3)
+    assert row.worst_k_gap == pytest.approx(0.1)
