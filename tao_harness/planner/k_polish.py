@@ -61,8 +61,9 @@ def exchanged_placement(arrays: DualArrays, placement: dict[int, int]) -> dict[i
 def _exchange(size, room, node_start, pair_session, pair_credit, rank_start, rank_pair, pair_node, at):
     """One pass over the placed sessions, each moved where it gains most (in place): onto another of its
     nodes with room, or swapped with a session v placed there that has a pair on its node (gain
-    k_sb + k_va − k_sa − k_vb, both rooms holding). A swap that gains has a side that gains alone, so
-    starting from sessions whose own move gains finds every one. Returns the K gained."""
+    k_sb + k_va − k_sa − k_vb, both rooms holding). A swap that gains has a side that gains alone, so only
+    those sessions start a move (one that fits its better node alone moves there, without trying swaps).
+    Returns the K gained."""
     n = size.shape[0]
     left = room.copy()
     for s in range(n):

@@ -91,9 +91,9 @@ _RESHUFFLES = 80  # rounds of the root's large-neighbourhood search at most (~1 
 _RESHUFFLE_SHARE = 0.7  # of the K level's time left, for them
 _NODES = 400  # sub-problems bounded at most (the caller's deadline usually ends the search first)
 _STEP0 = 1.5  # the first subgradient step, as a share of the Polyak step toward the incumbent
-_EXCHANGE_WORK = 1_000_000  # pairs x sessions at most for the unproven K level's last exchanges between nodes
-# (planner/k_polish.py; they cost ~0.2-0.5 ms at 160 x 8, where they gain, 1-3 ms at 640 x 8, where on
-# `fleet` and `everywhere` they gained nothing, after the K level's deadline)
+_EXCHANGE_WORK = 400_000  # pairs x sessions at most for the unproven K level's last exchanges between nodes
+# (planner/k_polish.py), which come after the K level's deadline: ~0.2-0.7 ms at 160 x 8 (fleet: ~200,000),
+# where they gain; up to 4-6.5 ms on fleet 320 x 8 (~820,000) and 1-3 ms at 640 x 8
 
 
 @dataclass(frozen=True, slots=True)

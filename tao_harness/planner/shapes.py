@@ -317,7 +317,7 @@ def _fleet(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
     for _ in range(sessions):
         repo, home = rng.choices(range(repos), popularity)[0], rng.choices(node_ids, weights)[0]
         seen = NOW - round(rng.uniform(0, 30) * 2) / 2  # on half-second ticks
-        for node_id in {home, *rng.sample(node_ids, rng.randint(0, nodes))}:  # where its turns ran
+        for node_id in dict.fromkeys([home, *rng.sample(node_ids, rng.randint(0, nodes))]):  # where it ran
             at = seen if node_id == home else seen - 0.5  # its earlier turns, elsewhere
             last_seen[(repo, node_id)] = max(last_seen.get((repo, node_id), at), at)
         drawn.append((repo, home, seen))
