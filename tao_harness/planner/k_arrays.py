@@ -48,6 +48,12 @@ class DualArrays:
         at[local[pairs >= 0]] = pairs[pairs >= 0]
         return at, dict(zip(ids[pairs < 0].tolist(), nodes[pairs < 0].tolist()))
 
+    def placement_of(self, at: np.ndarray, kept: dict[int, int]) -> dict[int, int]:
+        """The inverse of `pairs_of`: the placement (problem session -> node) of the sessions on the pairs
+        `at` and of those in `kept`."""
+        placed = at >= 0
+        return {**kept, **dict(zip(self.sessions[placed].tolist(), self.pair_node[at[placed]].tolist()))}
+
     @classmethod
     def of(cls, credit: list[dict[int, int]], room: list[int], size: np.ndarray) -> DualArrays:
         """The arrays of open pairs `credit[b]` (session -> k) within rooms `room`; `size`: int64, every

@@ -38,8 +38,7 @@ def polish_placement(arrays: DualArrays, placement: dict[int, int]) -> dict[int,
     polished; sessions off the arrays' pairs are kept as they are."""
     at, kept = arrays.pairs_of(placement)
     polish(*arrays.layout()[:9], at)
-    placed = at >= 0
-    return {**kept, **dict(zip(arrays.sessions[placed].tolist(), arrays.pair_node[at[placed]].tolist()))}
+    return arrays.placement_of(at, kept)
 
 
 def exchanged_placement(arrays: DualArrays, placement: dict[int, int]) -> dict[int, int]:
@@ -53,8 +52,7 @@ def exchanged_placement(arrays: DualArrays, placement: dict[int, int]) -> dict[i
         if _exchange(*layout[:8], at) <= 0:
             break
         polish(*layout, at)
-    placed = at >= 0
-    return {**kept, **dict(zip(arrays.sessions[placed].tolist(), arrays.pair_node[at[placed]].tolist()))}
+    return arrays.placement_of(at, kept)
 
 
 @njit(cache=True)
