@@ -126,10 +126,7 @@ def _steps(size, room, node_start, pair_session, pair_credit, rank_start, rank_p
                 node_value[b], take = knapsack_kernel(sizes, profits, room[b])
                 chosen[node_start[b]:node_start[b + 1]] = take
                 dirty[b] = False
-        bound = fixed_value + node_value.sum()
-        for s in range(n):
-            if shared[s]:
-                bound += lam[s]
+        bound = _lagrangian(fixed_value, node_value, shared, lam)
         if bound < best_bound - float_slack(best_bound):
             best_bound, stall = bound, 0
             best_lam[:] = lam
@@ -253,7 +250,7 @@ def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int
                 return None
             node_value[b] = _node_knapsack(b, *layout, lam, take)
         # a way loses at least this much on one node: closed, so no forced value below it needs to be exact
-        floor_loss = _total(arrays, lam, node_value, fixed_value) - best_value - step / 2
+        floor_loss = _lagrangian(float(fixed_value), node_value, arrays.shared, lam) - best_value - step / 2
         for b in range(m):
             if deadline.passed():
                 return None
@@ -273,9 +270,15 @@ def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int
     return ProbeOutcome(bool(settled), place, drop, split)
 
 
-def _total(arrays: DualArrays, lam: np.ndarray, node_value: np.ndarray, fixed_value: int) -> float:
-    """L(λ): the bound every way's bound is taken from (as `_ways` sums it)."""
-    return float(fixed_value + node_value.sum() + lam[arrays.shared].sum())
+@njit(cache=True)
+def _lagrangian(fixed_value, node_value, shared, lam):
+    """L(λ): the fixed value, every node's knapsack and the shared sessions' multipliers (the steps' bound,
+    and the one each way's bound in a probe is taken from)."""
+    total = fixed_value + node_value.sum()
+    for s in range(shared.shape[0]):
+        if shared[s]:
+            total += lam[s]
+    return total
 
 
 @njit(cache=True)
@@ -288,11 +291,7 @@ def _probe_nodes(size, room, node_start, pair_session, pair_credit, rank_start, 
     for b in range(m):
         node_value[b] = _node_knapsack(b, size, room, node_start, pair_session, pair_credit, rank_start,
                                        rank_pair, pair_node, by_credit, shared, lam, take)
-    total = fixed_value + node_value.sum()
-    for s in range(size.shape[0]):
-        if shared[s]:
-            total += lam[s]
-    floor_loss = total - best_value - step / 2  # as in `probe`
+    floor_loss = _lagrangian(fixed_value, node_value, shared, lam) - best_value - step / 2  # as in `probe`
     for b in range(m):
         if not _node_forced(b, size, room, node_start, pair_session, pair_credit, rank_start, rank_pair,
                             pair_node, by_credit, shared, lam, node_value[b], take, floor_loss, forced_in,
@@ -346,10 +345,7 @@ def _ways(size, room, node_start, pair_session, pair_credit, rank_start, rank_pa
     """Every way of each session bounded from the nodes' tables (see `probe`): whether some session has no
     way left, the fixed places, the closed pairs, the session to split on and its ways' bounds."""
     n, pairs = size.shape[0], pair_session.shape[0]
-    total = fixed_value + node_value.sum()
-    for s in range(n):
-        if shared[s]:
-            total += lam[s]
+    total = _lagrangian(fixed_value, node_value, shared, lam)
     slack = float_slack(total)  # every way's bound is a sum of that magnitude
     place = np.full(n, OPEN, dtype=np.int64)
     drop = np.zeros(pairs, dtype=np.bool_)
