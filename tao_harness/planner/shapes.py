@@ -262,15 +262,10 @@ def _templates(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
             id=f"s{i}", tokens=tokens, shared_tokens=prefix, ready=int(rng.random() < 0.5), cache=cache,
             eligible=rng.choice(tenants) if nodes > 2 and rng.random() < 0.2 else None,
             turn=rng.randint(1, 20), arrived_at=NOW - rng.uniform(0, 60)))
-    demand = sum(v.cost(params) for v in views)
-    free_total = demand / rng.uniform(0.8, 2.5)
+    free_total = sum(v.cost(params) for v in views) / rng.uniform(0.8, 2.5)
     weights = [rng.choice([0.05, 0.5, 1.0, 1.5]) for _ in node_ids]
-    node_states = []
-    for node_id, weight in zip(node_ids, weights):
-        free = int(free_total * weight / sum(weights))
-        used = rng.randint(0, 300_000)
-        node_states.append(NodeState(id=node_id, capacity_tokens=free + used, used_tokens=used))
-    return Snapshot(now=NOW, params=params, nodes=tuple(node_states), sessions=tuple(views))
+    return Snapshot(now=NOW, params=params, nodes=_rooms(rng, node_ids, free_total, weights),
+                    sessions=tuple(views))
 
 
 def _popular(rng: random.Random, node_ids: list[str]) -> list[float]:
@@ -300,8 +295,10 @@ def _long(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
             id=f"s{i}", tokens=tokens, shared_tokens=min(tokens, rng.choice([0, 1500, 3000])),
             ready=int(rng.random() < 0.5), cache=cache, turn=rng.randint(1, 60),
             arrived_at=NOW - rng.uniform(0, 60)))
-    rooms = _rooms(rng, views, node_ids, params, demand_over_free=rng.uniform(1.5, 2.5))
-    return Snapshot(now=NOW, params=params, nodes=rooms, sessions=tuple(views))
+    free_total = sum(v.cost(params) for v in views) / rng.uniform(1.5, 2.5)
+    weights = [rng.gammavariate(4.0, 1.0) for _ in node_ids]
+    return Snapshot(now=NOW, params=params, nodes=_rooms(rng, node_ids, free_total, weights),
+                    sessions=tuple(views))
 
 
 def _fleet(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
@@ -330,15 +327,15 @@ def _fleet(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
         views.append(SessionView(
             id=f"s{i}", tokens=tokens, shared_tokens=prompt, ready=int(rng.random() < 0.5), cache=cache,
             turn=rng.randint(1, 40), arrived_at=NOW - rng.uniform(0, 60)))
-    rooms = _rooms(rng, views, node_ids, params, demand_over_free=rng.uniform(1.2, 2.2))
-    return Snapshot(now=NOW, params=params, nodes=rooms, sessions=tuple(views))
-
-
-def _rooms(rng: random.Random, views: list[SessionView], node_ids: list[str], params: PlannerParams,
-           demand_over_free: float) -> tuple[NodeState, ...]:
-    """Nodes sharing demand / `demand_over_free` of free room by gamma(4) weights, used tokens any count."""
-    free_total = sum(v.cost(params) for v in views) / demand_over_free
+    free_total = sum(v.cost(params) for v in views) / rng.uniform(1.2, 2.2)
     weights = [rng.gammavariate(4.0, 1.0) for _ in node_ids]
+    return Snapshot(now=NOW, params=params, nodes=_rooms(rng, node_ids, free_total, weights),
+                    sessions=tuple(views))
+
+
+def _rooms(rng: random.Random, node_ids: list[str], free_total: float, weights: list[float]
+           ) -> tuple[NodeState, ...]:
+    """Nodes sharing `free_total` tokens of free room in proportion to `weights`, up to 300,000 used."""
     node_states = []
     for node_id, weight in zip(node_ids, weights):
         free, used = int(free_total * weight / sum(weights)), rng.randint(0, 300_000)
