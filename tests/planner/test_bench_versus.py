@@ -1,0 +1,78 @@
+"""scripts/bench_versus.py as a user runs it: two trees side by side, its JSON rows, a revision exported,
+and its errors."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "bench_versus.py"
+
+
+def _versus(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=240)
+
+
+def test_a_tree_against_itself_plans_the_same_snapshots_alike() -> None:
+    """The same tree on both sides: every snapshot planned by both, the same K (the planner is a
+    deterministic function of the snapshot when it proves its plans), both sides timed."""
+    done = _versus("--base", str(ROOT), "--shapes", "ours,ties", "--sizes", "8x2,12x3", "--trials", "3",
+                   "--repeat", "2", "--json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert [(row["shape"], row["size"]) for row in rows] == [
+        ("ours", "8x2"), ("ours", "12x3"), ("ties", "8x2"), ("ties", "12x3")]
+    for row in rows:
+        assert row["snapshots"] == 3
+        base, this = row["base"], row["this"]
+        assert base["k_total"] == this["k_total"] > 0
+        assert base["k_proven"] == this["k_proven"] == 1.0  # small snapshots are proven
+        for side in (base, this):
+            p50, p95, p99 = side["cpu_ms"]
+            assert 0 < p50 <= p95 <= p99 and side["total_ms"] >= p99
+
+
+def test_the_table_names_its_columns() -> None:
+    done = _versus("--base", str(ROOT), "--shapes", "ours", "--sizes", "8x2", "--trials", "2",
+                   "--repeat", "1")
+    assert done.returncode == 0, done.stderr
+    header = done.stdout.splitlines()[0].split()
+    assert header[:3] == ["shape", "size", "base"] and "ratio" in header
+    assert done.stdout.splitlines()[2].split()[:2] == ["ours", "8x2"]
+
+
+def test_a_revision_is_exported_once_into_the_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`--base HEAD`: the package as committed, in a folder named by the commit, reused by the next run."""
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("not a git checkout")
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    versus = importlib.import_module("bench_versus")
+    monkeypatch.setattr(versus, "CACHE", tmp_path)
+    tree = versus.tree_of("HEAD")
+    assert tree == tmp_path / head.stdout.strip()
+    committed = subprocess.run(["git", "-C", str(ROOT), "show", "HEAD:tao_harness/planner/solve.py"],
+                               capture_output=True, text=True, check=True).stdout
+    assert (tree / "tao_harness" / "planner" / "solve.py").read_text() == committed
+    marker = tree / "tao_harness" / "marker"
+    marker.write_text("kept")
+    assert versus.tree_of("HEAD") == tree and marker.read_text() == "kept"  # not exported again
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--base", "no-such-revision-xyz"], "neither a folder holding tao_harness nor a git revision"),
+    (["--base", str(ROOT), "--shapes", "nope"], "unknown shape 'nope'"),
+    (["--base", str(ROOT), "--sizes", "8by2"], "is not SESSIONSxNODES"),
+    (["--base", str(ROOT), "--trials", "0"], "must be ≥ 1"),
+    (["--base", str(ROOT), "--cpu", "4096"], "is not one of this process's cores"),
+])
+def test_bad_arguments_are_one_line_errors(args: list[str], message: str) -> None:
+    done = _versus(*args)
+    assert done.returncode == 2
+    assert message in done.stderr and "Traceback" not in done.stderr
