@@ -10,9 +10,9 @@ snapshots, 3 repeats, four shapes): time ratios 0.977-1.011, p95s up to 8% apart
 kernels then stay: the first run compiles them, ~20-60 s) or a folder holding a `tao_harness` package.
 
 Columns: each side's p50 / p95 / p99 of the per-snapshot CPU time (the fastest of `--repeat` plans: the
-least disturbed), `time ratio` = this tree's summed time over the base's, each side's `K proven` share
-(over every plan) and `K change`: this tree's summed K over the base's, minus 1 (plans proven at a
-deadline's edge make both move a little).
+least disturbed), `time ratio` = this tree's summed time over the base's, each side's `K proven` and
+`exact` (bound = objective) shares over every plan, and `K change`: this tree's summed K over the base's,
+minus 1 (plans proven at a deadline's edge make both move a little).
 
     .venv/bin/python scripts/bench_versus.py --base HEAD [--shapes long,multi] [--sizes 160x8]
         [--trials 40] [--repeat 3] [--seed 21] [--cpu 0] [--deadline-ms 30] [--json]
@@ -32,7 +32,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from bench_planner import drawn, k_gap, parse_size, percentile
+from bench_planner import drawn, is_exact, k_gap, parse_size, percentile
 from tao_harness.cli.common import format_table, print_json
 from tao_harness.config import PlannerConfig
 from tao_harness.planner.shapes import SHAPES
@@ -107,6 +107,7 @@ class Side:
     cpu_ms: tuple[float, float, float]  # p50, p95, p99 of the per-snapshot time (fastest of the repeats)
     total_ms: float
     k_proven: float  # share of all plans
+    exact: float  # share of all plans proven optimal outright (bound = objective)
     k_total: int  # summed K of each snapshot's first plan
 
 
@@ -123,18 +124,19 @@ class Pair:
         change = self.this.k_total / self.base.k_total - 1 if self.base.k_total else 0.0
         return [self.shape, self.size, *self.base.cpu_ms, *self.this.cpu_ms,
                 None if ratio is None else round(ratio, 3), f"{100 * self.base.k_proven:.1f}%",
-                f"{100 * self.this.k_proven:.1f}%", f"{100 * change:+.3f}%"]
+                f"{100 * self.this.k_proven:.1f}%", f"{100 * self.base.exact:.1f}%",
+                f"{100 * self.this.exact:.1f}%", f"{100 * change:+.3f}%"]
 
 
 HEADERS = ["shape", "size", "base p50", "base p95", "base p99", "this p50", "this p95", "this p99",
-           "time ratio", "base K proven", "this K proven", "K change"]
+           "time ratio", "base K proven", "this K proven", "base exact", "this exact", "K change"]
 
 
 def versus(label: str, size: str, snapshots: list[Snapshot], sides: tuple[Worker, Worker], repeat: int
            ) -> Pair:
     """Both sides on `snapshots`, alternated: who goes first flips with every snapshot and every repeat."""
     times: tuple[list[float], list[float]] = ([], [])
-    proven, k_total = [0, 0], [0, 0]
+    proven, exact, k_total = [0, 0], [0, 0], [0, 0]
     for index, snapshot in enumerate(snapshots):
         line = json.dumps({"snapshot": snapshot.to_json()}, separators=(",", ":")) + "\n"
         fastest = [float("inf"), float("inf")]
@@ -142,7 +144,9 @@ def versus(label: str, size: str, snapshots: list[Snapshot], sides: tuple[Worker
             for side in ((0, 1) if (index + turn) % 2 == 0 else (1, 0)):
                 plan = sides[side].plan(line)
                 fastest[side] = min(fastest[side], plan["cpu_ms"])
-                proven[side] += k_gap(SimpleNamespace(**plan)) == 0.0  # type: ignore[arg-type]
+                outcome = SimpleNamespace(**plan)
+                proven[side] += k_gap(outcome) == 0.0  # type: ignore[arg-type]
+                exact[side] += is_exact(outcome)  # type: ignore[arg-type]
                 if turn == 0:
                     k_total[side] += plan["objective"][0]
         for side in (0, 1):
@@ -153,7 +157,8 @@ def versus(label: str, size: str, snapshots: list[Snapshot], sides: tuple[Worker
         cpu = times[k] or [0.0]
         quantiles = tuple(round(percentile(cpu, q), 2) for q in (0.5, 0.95, 0.99))
         total = round(sum(times[k]), 1)
-        return Side(quantiles, total, proven[k] / plans, k_total[k])  # type: ignore[arg-type]
+        shares = proven[k] / plans, exact[k] / plans
+        return Side(quantiles, total, *shares, k_total[k])  # type: ignore[arg-type]
 
     return Pair(label, size, len(snapshots), side(0), side(1))
 

@@ -33,6 +33,7 @@ def test_a_tree_against_itself_plans_the_same_snapshots_alike() -> None:
         base, this = row["base"], row["this"]
         assert base["k_total"] == this["k_total"] > 0
         assert base["k_proven"] == this["k_proven"] == 1.0  # small snapshots are proven
+        assert 0 <= base["exact"] <= base["k_proven"] and 0 <= this["exact"] <= this["k_proven"]
         for side in (base, this):
             p50, p95, p99 = side["cpu_ms"]
             assert 0 < p50 <= p95 <= p99 and side["total_ms"] >= p99
