@@ -83,7 +83,9 @@ def milp_lexicographic(
 
 
 def _closed(value: int, dual_bound: float | None) -> bool:
-    """Whether no integer above `value` is left under HiGHS's dual bound (of the minimized −value)."""
+    """Whether no integer above `value` is left under HiGHS's dual bound (of the minimized −value), allowing
+    for the bound's float rounding (a billionth of it; never half a unit: a relative 1e-6 was more than a
+    whole unit past K = 1,000,000, and every such proven level read as unsolved)."""
     if dual_bound is None or not np.isfinite(dual_bound):
         return dual_bound is None  # an older scipy without the bound: the status is all there is
-    return math.floor(-dual_bound + 1e-6 * max(1.0, abs(value))) <= value
+    return math.floor(-dual_bound + min(0.5, 1e-6 + 1e-9 * abs(value))) <= value

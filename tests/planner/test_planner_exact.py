@@ -216,6 +216,17 @@ def test_the_milp_reference_takes_a_level_as_solved_only_when_its_dual_bound_clo
     assert not _closed(477_440, -477_695.99)
     assert _closed(477_696, -477_696.0000001) and _closed(10, -10.9) and not _closed(10, -11.0)
     assert not _closed(10, float("nan")) and _closed(10, None)
+    # past a million the slack stays below a unit (HiGHS's bound of a proven K = 1,755,826 on an
+    # independent long-context snapshot: 1,755,826.0000000005)
+    assert _closed(1_755_826, -1_755_826.0) and _closed(1_755_826, -1_755_826.0000000005)
+    assert not _closed(1_755_826, -1_755_827.0) and not _closed(10**12, -(10**12 + 1.0))
+
+
+def test_the_milp_reference_proves_k_past_a_million() -> None:
+    """Credits of long contexts sum past 10^6 at 160 x 8: the reference must still call K* proven."""
+    values = ((1_500_000, 1, 5), (1_200_000, 1, 5), None), ((1_200_000, 0, 7), None, (900_000, 0, 7))
+    problem = Problem(("a", "b"), ("r0", "r1", "r2"), (4, 4), (4, 3, 4), values)  # type: ignore[arg-type]
+    assert milp_lexicographic(problem, levels=1) == (2_400_000,) == brute_force(problem)[:1]
 
 
 @settings(max_examples=60, deadline=None)
