@@ -15,7 +15,7 @@ least disturbed), `time ratio` = this tree's summed time over the base's, each s
 minus 1 (plans proven at a deadline's edge make both move a little).
 
     .venv/bin/python scripts/bench_versus.py --base HEAD [--shapes long,multi] [--sizes 160x8]
-        [--trials 40] [--repeat 3] [--seed 21] [--cpu 0] [--deadline-ms 30] [--json]
+        [--trials 40] [--repeat 3] [--seed 21] [--replay DIR] [--cpu N] [--deadline-ms 30] [--json]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from bench_planner import drawn, is_exact, k_gap, parse_size, percentile
+from bench_planner import drawn, is_exact, k_gap, parse_size, percentile, recorded
 from tao_harness.cli.common import format_table, print_json
 from tao_harness.config import PlannerConfig
 from tao_harness.planner.shapes import SHAPES
@@ -173,7 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3,
                         help="plans per snapshot and side (the fastest counts)")
     parser.add_argument("--seed", type=int, default=21, help="random seed of the drawn snapshots")
-    parser.add_argument("--cpu", type=int, default=0, help="the core both workers are pinned to")
+    parser.add_argument("--replay", type=Path, action="append", default=[],
+                        help="a folder of recorded snapshots (*.json, searched recursively): one more row")
+    parser.add_argument("--cpu", type=int, default=None,
+                        help="the core both workers are pinned to (default: the first this process may use)")
     parser.add_argument("--deadline-ms", type=float, default=PlannerConfig().deadline_ms,
                         help="the planner's deadline (default: planner.deadline_ms)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON objects, not a table")
@@ -192,6 +195,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     except ValueError as exc:
         parser.error(str(exc).splitlines()[0])
+    missing = [folder for folder in args.replay if not folder.is_dir()]
+    if missing:
+        parser.error(f"--replay {missing[0]}: no such folder")
+    if args.cpu is None:
+        args.cpu = min(os.sched_getaffinity(0))
     if args.cpu not in os.sched_getaffinity(0):
         parser.error(f"--cpu {args.cpu} is not one of this process's cores {sorted(os.sched_getaffinity(0))}")
     os.sched_setaffinity(0, {args.cpu})  # the workers inherit it: one core, taken in turns
@@ -204,6 +212,10 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(versus(shape, f"{n}x{m}", snapshots, sides, args.repeat))
                 progress = " ".join(str(cell) for cell in rows[-1].cells())
                 print(progress, file=sys.stderr, flush=True)
+        for folder in args.replay:
+            snapshots = recorded(folder)
+            label, size = f"replay {folder.name}", f"{len(snapshots)} snaps"
+            rows.append(versus(label, size, snapshots, sides, args.repeat))
     finally:
         for worker in sides:
             worker.close()

@@ -13,6 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench_versus.py"
+INDEPENDENT = ROOT / "tests" / "planner" / "independent"
 
 
 def _versus(*args: str) -> subprocess.CompletedProcess[str]:
@@ -37,6 +38,15 @@ def test_a_tree_against_itself_plans_the_same_snapshots_alike() -> None:
         for side in (base, this):
             p50, p95, p99 = side["cpu_ms"]
             assert 0 < p50 <= p95 <= p99 and side["total_ms"] >= p99
+
+
+def test_a_folder_of_recorded_snapshots_is_one_more_row() -> None:
+    done = _versus("--base", str(ROOT), "--shapes", "", "--replay", str(INDEPENDENT), "--repeat", "1",
+                   "--json")
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)
+    assert row["shape"] == "replay independent" and row["snapshots"] == len(list(INDEPENDENT.glob("*.json")))
+    assert row["base"]["k_total"] > 0 and row["this"]["k_total"] > 0
 
 
 def test_the_table_names_its_columns() -> None:
@@ -71,6 +81,7 @@ def test_a_revision_is_exported_once_into_the_cache(monkeypatch: pytest.MonkeyPa
     (["--base", str(ROOT), "--shapes", "nope"], "unknown shape 'nope'"),
     (["--base", str(ROOT), "--sizes", "8by2"], "is not SESSIONSxNODES"),
     (["--base", str(ROOT), "--trials", "0"], "must be ≥ 1"),
+    (["--base", str(ROOT), "--replay", "/no/such/folder"], "no such folder"),
     (["--base", str(ROOT), "--cpu", "4096"], "is not one of this process's cores"),
 ])
 def test_bad_arguments_are_one_line_errors(args: list[str], message: str) -> None:
