@@ -249,14 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quantum_tokens is not None and args.quantum_tokens < 1:
         parser.error("--quantum-tokens must be ≥ 1")
     milp = MilpCheck(args.milp_samples, args.milp_unproven, args.milp_seconds, args.milp_levels)
-    shapes = [s for s in args.shapes.split(",") if s]
-    unknown = [s for s in shapes if s not in SHAPES]
-    if unknown:
-        parser.error(f"unknown shape {unknown[0]!r}; known: {', '.join(SHAPES)}")
-    try:
-        sizes = [parse_size(size) for size in args.sizes.split(",") if size]
-    except ValueError as exc:
-        parser.error(str(exc))
+    shapes, sizes = shapes_and_sizes(parser, args.shapes, args.sizes)
     # as a coordinator starts (the TAO policy built, so the compiled kernels loaded): what the imports left
     # moved out of the collector's way, else the first full collection (~50 ms) lands in some snapshot's time
     get_policy("tao", config)
@@ -278,6 +271,20 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(format_table([row.cells() for row in rows], HEADERS))
     return 0
+
+
+def shapes_and_sizes(parser: argparse.ArgumentParser, shapes: str, sizes: str
+                     ) -> tuple[list[str], list[tuple[int, int]]]:
+    """`--shapes` and `--sizes` (comma separated) parsed; an unknown shape or a bad size is the parser's
+    one-line error (exit 2)."""
+    names = [s for s in shapes.split(",") if s]
+    unknown = [s for s in names if s not in SHAPES]
+    if unknown:
+        parser.error(f"unknown shape {unknown[0]!r}; known: {', '.join(SHAPES)}")
+    try:
+        return names, [parse_size(size) for size in sizes.split(",") if size]
+    except ValueError as exc:
+        parser.error(str(exc))
 
 
 def parse_size(text: str) -> tuple[int, int]:

@@ -32,7 +32,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from bench_planner import drawn, is_exact, k_gap, parse_size, percentile, recorded
+from bench_planner import drawn, is_exact, k_gap, percentile, recorded, shapes_and_sizes
 from tao_harness.cli.common import format_table, print_json
 from tao_harness.config import PlannerConfig
 from tao_harness.planner.shapes import SHAPES
@@ -183,12 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.trials < 1 or args.repeat < 1:
         parser.error("--trials and --repeat must be ≥ 1")
-    shapes = [s for s in args.shapes.split(",") if s]
-    unknown = [s for s in shapes if s not in SHAPES]
-    if unknown:
-        parser.error(f"unknown shape {unknown[0]!r}; known: {', '.join(SHAPES)}")
+    shapes, sizes = shapes_and_sizes(parser, args.shapes, args.sizes)
     try:
-        sizes = [parse_size(size) for size in args.sizes.split(",") if size]
         config = PlannerConfig(deadline_ms=args.deadline_ms, deadline_clock="cpu")
         base_tree = tree_of(args.base)
     except TreeError as exc:
