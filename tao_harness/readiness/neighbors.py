@@ -68,52 +68,54 @@ class NeighborConfig:
     max_calls: int = 4096
 
 
-class _Positions:
-    """Call positions (a posting list) in a numpy buffer that doubles when full: a query concatenates them
-    as arrays (as Python lists, converting the common words' postings, thousands of positions each, was a
-    quarter of a 300-session simulation's time)."""
+class _Growing:
+    """A numpy array appended to one value at a time, in a buffer that doubles when full: a pool's per-call
+    columns and its posting lists (as Python lists, converting the common words' postings, thousands of
+    positions each, on every query was a quarter of a 300-session simulation's time)."""
 
     __slots__ = ("_buffer", "_count")
 
-    def __init__(self) -> None:
-        self._buffer = np.empty(8, dtype=np.int64)
+    def __init__(self, dtype: type) -> None:
+        self._buffer = np.empty(8, dtype=dtype)
         self._count = 0
 
     def __len__(self) -> int:
         return self._count
 
-    def append(self, position: int) -> None:
+    def append(self, value: float | int | bool) -> None:
         if self._count == len(self._buffer):
             self._buffer = np.concatenate((self._buffer, np.empty_like(self._buffer)))
-        self._buffer[self._count] = position
+        self._buffer[self._count] = value
         self._count += 1
 
     def array(self) -> np.ndarray:
         return self._buffer[: self._count]
 
 
+def _positions() -> _Growing:
+    return _Growing(np.int64)
+
+
 class _Pool:
     # One harness's calls, with an inverted index word -> call positions for the Jaccard numerators.
-    # Per-call numbers live in numpy buffers that double when full, so a query is vector arithmetic.
+    # Per-call numbers and positions live in growing numpy arrays, so a query is vector arithmetic.
     def __init__(self) -> None:
         self.keys: list[CallKey] = []
-        self.index: dict[str, _Positions] = defaultdict(_Positions)
-        self.by_family: dict[str, _Positions] = defaultdict(_Positions)
+        self.index: dict[str, _Growing] = defaultdict(_positions)
+        self.by_family: dict[str, _Growing] = defaultdict(_positions)
         self._sessions: dict[str, int] = {}
-        self._buffers = {"duration": np.zeros(64), "censored": np.zeros(64, dtype=bool),
-                         "size": np.zeros(64), "session": np.zeros(64, dtype=np.int64)}
+        self._columns = {"duration": _Growing(np.float64), "censored": _Growing(np.bool_),
+                         "size": _Growing(np.float64), "session": _Growing(np.int64)}
 
     def column(self, name: str) -> np.ndarray:
-        return self._buffers[name][: len(self.keys)]
+        return self._columns[name].array()
 
     def add(self, key: CallKey, duration_s: float, censored: bool) -> None:
         position = len(self.keys)
-        if position == len(self._buffers["duration"]):
-            self._buffers = {name: np.concatenate((b, np.zeros_like(b))) for name, b in self._buffers.items()}
         session = self._sessions.setdefault(key.session, len(self._sessions))
         for name, value in (("duration", duration_s), ("censored", censored), ("size", len(key.words)),
                             ("session", session)):
-            self._buffers[name][position] = value
+            self._columns[name].append(value)
         self.keys.append(key)
         for word in key.words:
             self.index[word].append(position)
@@ -137,7 +139,7 @@ class _Pool:
         return weights
 
 
-def _spread(weights: np.ndarray, positions: _Positions | None, total: float) -> None:
+def _spread(weights: np.ndarray, positions: _Growing | None, total: float) -> None:
     """`total` added to `weights` in equal parts over `positions`, or over every call when None."""
     if positions is None:
         weights += total / len(weights)
