@@ -45,6 +45,11 @@ proportional to demand. The other shapes add, one at a time, what live clusters 
   replicas), and each session's own context on the replica it last ran on: credit on nearly every node for
   every session, near-ties everywhere. Like `templates`, it is hard to prove for HiGHS too: 7 s, 22 s and
   over 60 s for K* on three 160 x 8 snapshots, 0.3-1.1 s at 32 x 8.
+- `clones`: parallel rollouts (best-of-N sampling, tree search over tool calls): a parent forked into 8 to
+  30 children at once, each child an exact copy of its context and of where and when it was cached, beside
+  a few lone sessions. Few classes of alike sessions: a search that tells the copies apart branches on
+  each of their swaps, where HiGHS counting each class per node proves K in milliseconds (issue 15's
+  independent check had such a family; its snapshots are in tests/planner/independent).
 
 Every shape is a function (rng, sessions, nodes) -> Snapshot; `SHAPES` lists them by name.
 """
@@ -333,6 +338,28 @@ def _fleet(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
                     sessions=tuple(views))
 
 
+def _clones(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
+    """Bursts of identical children forked from a parent, and lone sessions."""
+    params = PlannerParams()
+    node_ids = [f"r{b}" for b in range(nodes)]
+    views: list[SessionView] = []
+    while len(views) < sessions:
+        tokens = rng.randint(2_000, 60_000)
+        ran_on = rng.sample(node_ids, rng.randint(1, min(3, nodes)))
+        cache = {node_id: CacheEntry(min(tokens, rng.randint(tokens // 4, tokens) // 256 * 256 + 256),
+                                     NOW - rng.choice([0.0, 0.5, 1.0, 2.0]) * params.half_life_s)
+                 for node_id in ran_on}  # in whole blocks, seen whole or half half-lives ago: ties
+        children = rng.randint(8, 30) if rng.random() < 0.7 else 1
+        for _ in range(min(children, sessions - len(views))):
+            views.append(SessionView(
+                id=f"s{len(views)}", tokens=tokens, ready=int(rng.random() < 0.5), cache=cache,
+                turn=rng.randint(1, 30), arrived_at=NOW - rng.uniform(0, 60)))
+    free_total = sum(v.cost(params) for v in views) / rng.uniform(1.3, 2.5)
+    weights = [rng.uniform(0.2, 1.0) for _ in node_ids]
+    return Snapshot(now=NOW, params=params, nodes=_rooms(rng, node_ids, free_total, weights),
+                    sessions=tuple(views))
+
+
 def _rooms(rng: random.Random, node_ids: list[str], free_total: float, weights: list[float]
            ) -> tuple[NodeState, ...]:
     """Nodes sharing `free_total` tokens of free room in proportion to `weights`, up to 300,000 used."""
@@ -364,4 +391,5 @@ SHAPES: dict[str, Callable[[random.Random, int, int], Snapshot]] = {
     "templates": _templates,
     "long": _long,
     "fleet": _fleet,
+    "clones": _clones,
 }
