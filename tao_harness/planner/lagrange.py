@@ -17,10 +17,12 @@ multipliers when they bound better (L there is at most the LP bound), per pair a
 closes the pairs no better placement can use, and its whole placements, polished, as an incumbent. The
 multipliers then follow a subgradient with Polyak steps toward the best placement found, and a depth-first
 search splits what the root leaves (a session left uncredited leaves its larger twins so too). A small
-root with flat credit (at most `_MIP_PAIRS` open pairs) gets the search for part of the time and HiGHS's
-branch and cut for the rest (planner/k_mip.py): on tight packings (large sessions beside small rooms) the
-Lagrangian bound sits up to a percent above the optimum, which splitting closes slowly and HiGHS's cuts
-quickly.
+root with flat credit (at most `_MIP_PAIRS` columns of HiGHS's model) gets the search for part of the time
+and HiGHS's branch and cut for the rest (planner/k_mip.py): on tight packings (large sessions beside small
+rooms) the Lagrangian bound sits up to a percent above the optimum, which splitting closes slowly and
+HiGHS's cuts quickly. A root of few classes of alike sessions (forks of a few parents: at most
+`_MIP_FIRST_COLUMNS` columns, whatever the credit) goes to HiGHS first: it counts each class per node,
+where the search splits on copies one by one.
 Every K is a multiple of g, the gcd of the credits, so every bound is rounded down to one (with credits
 in whole quanta or fixed amounts this alone closes many gaps). With flat credit a second bound comes from
 packing alone (planner/k_nested.py, the size-nested surrogate): it caps every bound and ends the search
@@ -67,7 +69,7 @@ from tao_harness.planner.k_bins import complete_flat
 from tao_harness.planner.k_arrays import OPEN, DualArrays
 from tao_harness.planner.k_dual import dual_steps, probe
 from tao_harness.planner.k_lp import KRelaxation, k_relaxation
-from tao_harness.planner.k_mip import k_branch_and_cut
+from tao_harness.planner.k_mip import Alike, k_branch_and_cut
 from tao_harness.planner.knapsack import float_slack
 from tao_harness.planner.k_polish import exchanged_placement, polish_placement
 from tao_harness.planner.k_nested import k_ceiling
@@ -77,9 +79,19 @@ from tao_harness.planner.problem import Packer, Problem
 _FIRST_ITERATIONS = 8  # subgradient steps before the LP relaxation is brought in (most settle by then)
 _ITERATIONS = 40  # subgradient steps at most at the root (each solves the knapsacks whose profits changed)
 _FLAT_STEPS = 20  # polished steps from the LP's multipliers that open the flat-credit path
-_MIP_PAIRS = 300  # open pairs at most for HiGHS to take over a search left open (planner/k_mip.py): the
-# copies shape's hard roots have 170-220 and HiGHS proves most in a few ms (150: 160 x 8 proven 91% -> 95%);
-# the adversarial and degenerate ones (300-1,000) take it seconds either way
+_MIP_PAIRS = 300  # HiGHS's columns (planner/k_mip.py) at most for it to take over a flat search left open:
+# the copies shape's hard roots have 170-220 pairs and HiGHS proves most in a few ms (150: 160 x 8 proven
+# 91% -> 95%); the adversarial and degenerate ones (300-1,000) take it seconds either way
+_MIP_FIRST_COLUMNS = 64  # HiGHS's columns at most for a root of alike sessions to go to it first, whatever
+# the credit: independent 160 x 8 snapshots of forks in 11-14 classes (12-14 columns once the prices fixed
+# the rest) it proves in 1-2 ms, where the search had left a 0.2-0.3% gap at 30 ms; with several shapes
+# mixed (178-297 columns) it takes 50-300 ms
+_MIP_FIRST_ALIKE = 4  # ... and only when its columns are this many times fewer than the pairs (sessions
+# alike by fours on average): on small roots of sessions all unalike the search is faster (32 x 4 with any
+# root of at most 64 columns first: multi 1.4 and eligible 1.5 times the time, the same proofs and optima)
+_MIP_FIRST_SHARE = 0.9  # of the K level's time left, for HiGHS first (the search gets the rest if it proves
+# none): on the clones shape at 160 x 8 it proved 25 of 40 given half, 32 given this (before its
+# feasibility jump was turned off)
 _LP_GAP = 0.005  # with graded credit, the LP relaxation (~1.2-1.6 ms at 160 x 8) only when the first steps
 # leave the bound this share above the best placement: nearer, the search settles as often without it
 # (160 x 8, 60 `everywhere` draws: 56 proven either way; independent multi-credit K levels 6.6 -> 5.8 ms)
@@ -256,14 +268,26 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     elif relaxation is not None and search.stopped():  # no time left for the search: the bounds so far
         open_bound = int(min(first, search.floor(relaxation.bound)))
     else:
-        # a small flat sub-problem: the search for a share of the time, HiGHS for the rest (with graded
-        # credit HiGHS proved none in the time left, and the search, given it, proves some)
-        handover = flat and len(root.arrays.pair_session) <= _MIP_PAIRS and deadline is not None
+        # few classes of alike sessions (forks): HiGHS first, counting each class per node; a small flat
+        # root: the search for a share of the time, HiGHS for the rest (with graded credit and sessions
+        # unalike HiGHS proved none in the time left, and the search, given it, proves some)
+        classes = Alike.of(root.arrays)
+        columns, pairs = len(classes.column_pair), len(root.arrays.pair_session)
+        mip_first = columns <= _MIP_FIRST_COLUMNS and pairs >= _MIP_FIRST_ALIKE * columns
+        handover = not mip_first and flat and columns <= _MIP_PAIRS and deadline is not None
+        first_bound = None  # HiGHS's, when it went first
+        if mip_first and deadline is not None:
+            first_bound = _branch_and_cut(root, classes, search, deadline.share(_MIP_FIRST_SHARE))
         if handover:
             search.deadline = deadline.share(_MIP_AFTER)  # type: ignore[union-attr]
-        open_bound = search.node(root, lam, _ITERATIONS)
+        if first_bound is not None and first_bound <= search.best_value:
+            open_bound = first_bound  # proven by HiGHS: nothing left to search
+        else:
+            open_bound = search.node(root, lam, _ITERATIONS)
+            if first_bound is not None:
+                open_bound = min(open_bound, first_bound)
         if handover and open_bound > search.best_value and not deadline.passed():  # type: ignore[union-attr]
-            proven = _branch_and_cut(root, search, deadline)  # type: ignore[arg-type]
+            proven = _branch_and_cut(root, classes, search, deadline)  # type: ignore[arg-type]
             if proven is not None:
                 open_bound = min(open_bound, proven)
     if relaxation is not None:
@@ -402,10 +426,10 @@ class _Search:
         return self.floor(outcome.bound), best_lam
 
 
-def _branch_and_cut(sub: _Sub, search: _Search, deadline: Deadline) -> int | None:
-    """HiGHS on `sub` (planner/k_mip.py) for the time left, from the search's best placement: its
-    placement offered, its bound on the K of `sub` returned (None when it proved none)."""
-    found = k_branch_and_cut(sub.arrays, search.best_placement, search.step, deadline.left())
+def _branch_and_cut(sub: _Sub, alike: Alike, search: _Search, deadline: Deadline) -> int | None:
+    """HiGHS on `sub` (planner/k_mip.py; `alike`: its classes) until `deadline`, from the search's best
+    placement: its placement offered, its bound on the K of `sub` returned (None when it proved none)."""
+    found = k_branch_and_cut(sub.arrays, search.best_placement, search.step, deadline.left(), alike)
     if found.placement is not None:
         search.offer({**sub.fixed, **found.placement}, sub.fixed_value + found.value)
     return None if found.bound is None else max(sub.fixed_value + found.bound, search.best_value)

@@ -1,23 +1,25 @@
 """HiGHS's branch and cut on the K level (planner/k_mip.py) against brute force: with time enough it
-proves the optimum and returns a placement reaching it; its bound holds whatever start it is given; and
-on small tight-packing snapshots the K level, which hands such sub-problems to it, agrees with an
-independent MILP."""
+proves the optimum and returns a placement reaching it, alike sessions counted as one class; its bound
+holds whatever start it is given; and on small tight-packing snapshots and on snapshots of forks the K
+level, which hands such sub-problems to it, agrees with an independent MILP."""
 
 from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.k_arrays import DualArrays
-from tao_harness.planner.k_mip import KBranchCut, k_branch_and_cut
+from tao_harness.planner.k_mip import Alike, KBranchCut, k_branch_and_cut
 from tao_harness.planner import lagrange
 from tao_harness.planner.lagrange import credit_matrix, k_level
 from tao_harness.planner.problem import build_problem, is_feasible
 from tao_harness.planner.reference import milp_lexicographic
+from tao_harness.planner.shapes import SHAPES
 from tao_harness.planner.warm import warm_up
 from tao_harness.types import CacheEntry, NodeState, PlannerParams, SessionView, Snapshot
 from test_k_dual import small_k_problems
@@ -42,6 +44,42 @@ def test_branch_and_cut_proves_the_optimum_of_small_problems() -> None:
             assert k_of(problem, found.placement) == optimum
         checked += 1
     assert checked >= 60
+
+
+def with_copies(rng: random.Random, snapshot: Snapshot, sessions: int) -> Snapshot:
+    """`snapshot` with its sessions copied (each a fork of one of them) until it holds `sessions`."""
+    views = list(snapshot.sessions)
+    while len(views) < sessions:
+        views.append(replace(rng.choice(snapshot.sessions), id=f"copy{len(views)}"))
+    return replace(snapshot, sessions=tuple(views))
+
+
+def test_alike_sessions_are_counted_as_one_class_and_the_optimum_proven() -> None:
+    """Snapshots of seven sessions copied from one to three: a class per session copied, each of one size and
+    one credit per node, and HiGHS's count per class reaches the brute-force optimum and proves it."""
+    rng = random.Random("alike")
+    checked = 0
+    for _ in range(80):
+        shape = rng.choice(["degenerate", "multi", "adversarial"])
+        snapshot = with_copies(rng, SHAPES[shape](rng, rng.randint(1, 3), rng.randint(1, 3)), 7)
+        problem = build_problem(snapshot, snapshot.waiting)
+        credit = credit_matrix(problem)
+        if not any(credit):
+            continue
+        arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size))
+        alike = Alike.of(arrays)
+        assert len(alike.count) <= 3 and alike.count.sum() == len(arrays.sessions)
+        row = [(problem.size[i], tuple(column.get(i) for column in credit)) for i in arrays.sessions.tolist()]
+        for s, t in [(s, t) for s in range(len(row)) for t in range(len(row))]:
+            assert (alike.session_class[s] == alike.session_class[t]) == (row[s] == row[t])
+        optimum = max(k_of(problem, p) for p in every_k_placement(problem))
+        found = k_branch_and_cut(arrays, {}, 1, 5.0, alike)
+        assert found.bound == optimum and found.value == optimum
+        if optimum:
+            assert found.placement is not None and is_feasible(problem, found.placement)
+            assert k_of(problem, found.placement) == optimum
+        checked += 1
+    assert checked >= 40
 
 
 def tight_snapshot(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
@@ -98,11 +136,16 @@ def test_the_k_level_on_tight_packings_agrees_with_an_independent_milp(
         assert handed  # the roots the first steps did not settle went to HiGHS
 
 
-def test_a_handover_that_proves_nothing_leaves_the_bound_open(monkeypatch: pytest.MonkeyPatch) -> None:
-    """HiGHS out of time before any bound (its answer: no placement, no bound): the K level keeps the
-    search's bound, so K ≤ K* ≤ K̄ still holds and nothing unproven is called proven."""
+@pytest.mark.parametrize("first", [False, True])
+def test_a_handover_that_proves_nothing_leaves_the_bound_open(first: bool, monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """HiGHS out of time before any bound (its answer: no placement, no bound), after the search or before
+    it: the K level keeps the search's bound, so K ≤ K* ≤ K̄ still holds and nothing unproven is called
+    proven (HiGHS first, the search after it may still prove it)."""
     warm_up()
     monkeypatch.setattr(lagrange, "_MIP_AFTER", 0.0)
+    monkeypatch.setattr(lagrange, "_MIP_FIRST_COLUMNS", 10_000 if first else 0)
+    monkeypatch.setattr(lagrange, "_MIP_FIRST_ALIKE", 0)  # every root first, however unalike its sessions
     handed: list[int] = []
 
     def nothing(arrays: DualArrays, *args: object) -> KBranchCut:
@@ -118,6 +161,32 @@ def test_a_handover_that_proves_nothing_leaves_the_bound_open(monkeypatch: pytes
         level = k_level(problem, Deadline.after(0.5, "cpu"))
         (k_star,) = milp_lexicographic(problem, 60.0, levels=1)
         assert level.value <= k_star <= level.bound
-        if len(handed) > before:  # the search left it open and HiGHS proved nothing: still open
+        if len(handed) > before and not first:  # the search left it open and HiGHS proved nothing: still open
             assert not level.proven
     assert handed
+
+
+def test_the_k_level_over_forks_counts_them_with_highs_first_and_agrees_with_an_independent_milp(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sessions forked in a few groups: where the first steps leave the K level open, HiGHS goes first over
+    the classes (planner/lagrange.py's `_MIP_FIRST_COLUMNS`; here sessions alike by twos will do), and its K
+    is scipy's MILP optimum, proven."""
+    warm_up()
+    monkeypatch.setattr(lagrange, "_MIP_FIRST_ALIKE", 2)
+    handed: list[int] = []
+
+    def counted(arrays: DualArrays, *args: object) -> KBranchCut:
+        handed.append(len(arrays.pair_session))
+        return k_branch_and_cut(arrays, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lagrange, "k_branch_and_cut", counted)
+    rng = random.Random("forks")
+    for _ in range(8):
+        snapshot = with_copies(rng, tight_snapshot(rng, 6, 3), 30)
+        problem = build_problem(snapshot, snapshot.waiting)
+        level = k_level(problem, Deadline.after(2.0, "cpu"))
+        (k_star,) = milp_lexicographic(problem, 60.0, levels=1)
+        assert is_feasible(problem, level.placement) and level.value == k_of(problem, level.placement)
+        assert level.proven and level.value == k_star
+    assert len(handed) >= 3  # the others the first steps settled
