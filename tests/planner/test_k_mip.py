@@ -17,7 +17,7 @@ from tao_harness.planner.k_arrays import DualArrays
 from tao_harness.planner.k_mip import Alike, KBranchCut, k_branch_and_cut
 from tao_harness.planner import lagrange
 from tao_harness.planner.lagrange import credit_matrix, k_level
-from tao_harness.planner.problem import build_problem, is_feasible
+from tao_harness.planner.problem import Problem, build_problem, is_feasible
 from tao_harness.planner.reference import milp_lexicographic
 from tao_harness.planner.shapes import SHAPES
 from tao_harness.planner.warm import warm_up
@@ -36,14 +36,17 @@ def test_branch_and_cut_proves_the_optimum_of_small_problems() -> None:
         start = rng.choice(every_k_placement(problem))  # any feasible start, or a stale one below
         if rng.random() < 0.3:
             start = {i: rng.randrange(problem.m) for i in range(problem.n)}
-        found = k_branch_and_cut(arrays, start, step, 5.0)
-        assert found.bound is not None and found.bound >= optimum
-        assert found.bound == optimum and found.value == optimum
-        if optimum:
-            assert found.placement is not None and is_feasible(problem, found.placement)
-            assert k_of(problem, found.placement) == optimum
+        assert_proven(problem, k_branch_and_cut(arrays, start, step, 5.0), optimum)
         checked += 1
     assert checked >= 60
+
+
+def assert_proven(problem: Problem, found: KBranchCut, optimum: int) -> None:
+    """HiGHS's answer is the optimum, proven, with a feasible placement reaching it."""
+    assert found.bound == optimum and found.value == optimum
+    if optimum:
+        assert found.placement is not None and is_feasible(problem, found.placement)
+        assert k_of(problem, found.placement) == optimum
 
 
 def with_copies(rng: random.Random, snapshot: Snapshot, sessions: int) -> Snapshot:
@@ -73,11 +76,7 @@ def test_alike_sessions_are_counted_as_one_class_and_the_optimum_proven() -> Non
         for s, t in [(s, t) for s in range(len(row)) for t in range(len(row))]:
             assert (alike.session_class[s] == alike.session_class[t]) == (row[s] == row[t])
         optimum = max(k_of(problem, p) for p in every_k_placement(problem))
-        found = k_branch_and_cut(arrays, {}, 1, 5.0, alike)
-        assert found.bound == optimum and found.value == optimum
-        if optimum:
-            assert found.placement is not None and is_feasible(problem, found.placement)
-            assert k_of(problem, found.placement) == optimum
+        assert_proven(problem, k_branch_and_cut(arrays, {}, 1, 5.0, alike), optimum)
         checked += 1
     assert checked >= 40
 
@@ -103,6 +102,18 @@ def tight_snapshot(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
                                                        zip(ids, rooms)), sessions=tuple(views))
 
 
+def counted_handovers(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The open pairs of each sub-problem the K level hands to HiGHS from now on (a list that grows)."""
+    handed: list[int] = []
+
+    def counted(arrays: DualArrays, *args: object) -> KBranchCut:
+        handed.append(len(arrays.pair_session))
+        return k_branch_and_cut(arrays, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lagrange, "k_branch_and_cut", counted)
+    return handed
+
+
 @pytest.mark.parametrize("search_share", [0.6, 0.0])
 def test_the_k_level_on_tight_packings_agrees_with_an_independent_milp(
     search_share: float, monkeypatch: pytest.MonkeyPatch
@@ -112,13 +123,7 @@ def test_the_k_level_on_tight_packings_agrees_with_an_independent_milp(
     (planner/reference.py) and its placement reaches it."""
     warm_up()  # the kernels compiled or loaded before the deadline starts, as a TAO policy does
     monkeypatch.setattr(lagrange, "_MIP_AFTER", search_share)
-    handed: list[int] = []
-
-    def counted(arrays: DualArrays, *args: object) -> KBranchCut:
-        handed.append(len(arrays.pair_session))
-        return k_branch_and_cut(arrays, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(lagrange, "k_branch_and_cut", counted)
+    handed = counted_handovers(monkeypatch)
     rng = random.Random("tight")
     proven = 0
     for _ in range(6):
@@ -174,13 +179,7 @@ def test_the_k_level_over_forks_counts_them_with_highs_first_and_agrees_with_an_
     is scipy's MILP optimum, proven."""
     warm_up()
     monkeypatch.setattr(lagrange, "_MIP_FIRST_ALIKE", 2)
-    handed: list[int] = []
-
-    def counted(arrays: DualArrays, *args: object) -> KBranchCut:
-        handed.append(len(arrays.pair_session))
-        return k_branch_and_cut(arrays, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(lagrange, "k_branch_and_cut", counted)
+    handed = counted_handovers(monkeypatch)
     rng = random.Random("forks")
     for _ in range(8):
         snapshot = with_copies(rng, tight_snapshot(rng, 6, 3), 30)
