@@ -39,14 +39,19 @@ class DualArrays:
         at = np.full(len(self.sessions), -1, dtype=np.int64)
         if not placement or not len(self.sessions):
             return at, dict(placement)
-        pair_at = np.full((len(self.sessions), len(self.room)), -1, dtype=np.int64)  # (session, node) -> pair
-        pair_at[self.pair_session, self.pair_node] = np.arange(len(self.pair_session))
+        pair_at = self.pair_index()
         ids = np.fromiter(placement, dtype=np.int64, count=len(placement))
         nodes = np.fromiter(placement.values(), dtype=np.int64, count=len(placement))
         local = np.minimum(np.searchsorted(self.sessions, ids), len(self.sessions) - 1)
         pairs = np.where(self.sessions[local] == ids, pair_at[local, nodes], -1)
         at[local[pairs >= 0]] = pairs[pairs >= 0]
         return at, dict(zip(ids[pairs < 0].tolist(), nodes[pairs < 0].tolist()))
+
+    def pair_index(self) -> np.ndarray:
+        """Per local session and node, the index of their pair (-1: none)."""
+        pair_at = np.full((len(self.sessions), len(self.room)), -1, dtype=np.int64)
+        pair_at[self.pair_session, self.pair_node] = np.arange(len(self.pair_session))
+        return pair_at
 
     def placement_of(self, at: np.ndarray, kept: dict[int, int]) -> dict[int, int]:
         """The inverse of `pairs_of`: the placement (problem session -> node) of the sessions on the pairs

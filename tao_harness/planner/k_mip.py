@@ -145,8 +145,7 @@ class Alike:
         members = np.argsort(self.session_class, kind="stable")  # the sessions, class by class
         start = np.concatenate(([0], np.cumsum(self.count)))
         used = np.zeros(len(self.count), dtype=np.int64)
-        pair_at = np.full((len(arrays.sessions), len(arrays.room)), -1, dtype=np.int64)
-        pair_at[arrays.pair_session, arrays.pair_node] = np.arange(len(arrays.pair_session))
+        pair_at = arrays.pair_index()
         taken = np.zeros(len(arrays.pair_session), dtype=np.bool_)
         for j in np.flatnonzero(counts).tolist():
             c, b, more = self.column_class[j], arrays.pair_node[self.column_pair[j]], counts[j]

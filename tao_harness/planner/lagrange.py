@@ -275,10 +275,12 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
         else:
             root = _fix_by_prices(root, relaxation, search)  # type: ignore[arg-type]
     two_nodes = False  # the two nodes of most slack re-solved after the search (below)
+    # the first steps' and the LP's bound, before the search
+    root_bound = first if relaxation is None else min(first, search.floor(relaxation.bound))
     if root is None:
         open_bound = -1
     elif relaxation is not None and search.stopped():  # no time left for the search: the bounds so far
-        open_bound = int(min(first, search.floor(relaxation.bound)))
+        open_bound = int(root_bound)
     else:
         # few classes of alike sessions (forks): HiGHS first, counting each class per node; a small flat
         # root: the search for a share of the time, HiGHS for the rest (with graded credit and sessions
@@ -289,7 +291,6 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
         handover = not mip_first and flat and columns <= _MIP_PAIRS and deadline is not None
         # with graded credit and a wide gap at the root, part of the time goes to re-solving the two nodes of
         # most slack together after the search
-        root_bound = min(first, search.floor(relaxation.bound)) if relaxation is not None else first
         wide = root_bound - search.best_value > _TWO_NODES_GAP * max(search.best_value, 1)
         two_nodes = (wide and pairs >= _TWO_NODES_PAIRS and not mip_first and not flat and problem.m > 2
                      and deadline is not None)
@@ -311,7 +312,7 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
             if proven is not None:
                 open_bound = min(open_bound, proven)
     if relaxation is not None:
-        open_bound = int(min(open_bound, first, search.floor(relaxation.bound)))
+        open_bound = int(min(open_bound, root_bound))
     placement, value = search.best_placement, search.best_value
     bound = int(min(max(value, open_bound), search.ceiling))
     if value < bound and two_nodes and search.root_multipliers is not None and not deadline.passed():
