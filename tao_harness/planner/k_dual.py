@@ -270,6 +270,24 @@ def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int
     return ProbeOutcome(bool(settled), place, drop, split)
 
 
+def lagrangian_bound(arrays: DualArrays, lam: np.ndarray) -> float:
+    """L(λ) of the whole sub-problem (no fixed part) at multipliers `lam` (per local session; read for the
+    shared ones only): every node's knapsack solved once, nothing repaired."""
+    return float(_bound_at(arrays.size, arrays.room, arrays.node_start, arrays.pair_session,
+                           arrays.pair_credit, arrays.shared, lam))
+
+
+@njit(cache=True)
+def _bound_at(size, room, node_start, pair_session, pair_credit, shared, lam):
+    """L(λ): each node's knapsack at profits k − λ, and the shared sessions' multipliers."""
+    m = room.shape[0]
+    node_value = np.zeros(m)
+    for b in range(m):
+        sizes, profits = _node_items(b, size, node_start, pair_session, pair_credit, lam)
+        node_value[b], _ = knapsack_kernel(sizes, profits, room[b])
+    return _lagrangian(0.0, node_value, shared, lam)
+
+
 @njit(cache=True)
 def _lagrangian(fixed_value, node_value, shared, lam):
     """L(λ): the fixed value, every node's knapsack and the shared sessions' multipliers (the steps' bound,

@@ -27,8 +27,8 @@ import numpy as np
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.k_arrays import DualArrays
 from tao_harness.planner.k_dual import dual_steps, probe
-from tao_harness.planner.lagrange import (KLevel, credit_matrix, credit_step, shared_sessions,
-                                          starting_multipliers)
+from tao_harness.planner.k_start import starting_multipliers
+from tao_harness.planner.lagrange import KLevel, credit_matrix, credit_step
 from tao_harness.planner.problem import Problem
 
 _ROUNDS = 6  # probes at most (each after fixing what the last one left one way)
@@ -58,7 +58,6 @@ def k_common_pairs(problem: Problem, k_star: int, deadline: Deadline | None = No
     """The credited pairs every placement collecting the proven optimum `k_star` holds (as far as the
     probes and the deadline get; none proven: empty). With the K `level` that proved it, its pairs and
     step are reused and the steps start from its root's multipliers; else from the second-best credits."""
-    credit: list[dict[int, int]] | None = None  # built only when the level's pairs are not at hand
     if level is not None and level.arrays is not None:
         start = arrays = level.arrays
         step = level.step
@@ -70,8 +69,7 @@ def k_common_pairs(problem: Problem, k_star: int, deadline: Deadline | None = No
         start = arrays = DualArrays.of(credit, list(problem.room), np.array(problem.size, dtype=np.int64))
     multipliers = None if level is None else level.multipliers
     if multipliers is None:
-        credit = credit_matrix(problem) if credit is None else credit
-        lam = starting_multipliers(credit, problem.n, shared_sessions(credit))  # per problem session
+        lam = starting_multipliers(arrays, problem.n)  # per problem session
     else:
         lam = multipliers.copy()
     steps_per_probe = _STEPS if multipliers is None else _WARM_STEPS

@@ -10,9 +10,9 @@ credited there at profit k_ib − λ_i:
 
 Each KP_b is solved exactly (planner/knapsack.py; the steps and the search's probes are compiled, in
 planner/k_dual.py), so L(λ) is a proven bound for every λ; a session credited on one node only keeps
-λ_i = 0; shared sessions start at their second-best credit, and a few subgradient steps settle most
-snapshots. What they leave at least `_LP_GAP` above the best placement (or, with flat credits,
-everything) gets the LP relaxation (planner/k_lp.py, one HiGHS solve): its bound, its node prices as
+λ_i = 0; shared sessions start at the best of a few guesses (planner/k_start.py), and a few subgradient
+steps settle most snapshots. What they leave at least `_LP_GAP` above the best placement (or, with flat
+credits, everything) gets the LP relaxation (planner/k_lp.py, one HiGHS solve): its bound, its node prices as
 multipliers when they bound better (L there is at most the LP bound), per pair a reduced-cost bound that
 closes the pairs no better placement can use, and its whole placements, polished, as an incumbent. The
 multipliers then follow a subgradient with Polyak steps toward the best placement found, and a depth-first
@@ -73,6 +73,7 @@ from tao_harness.planner.k_dual import dual_steps, probe
 from tao_harness.planner.k_lp import KRelaxation, k_relaxation
 from tao_harness.planner.k_mip import Alike, k_branch_and_cut
 from tao_harness.planner.knapsack import float_slack
+from tao_harness.planner.k_start import starting_multipliers
 from tao_harness.planner.k_polish import exchanged_placement, polish_placement
 from tao_harness.planner.k_nested import k_ceiling
 from tao_harness.planner.k_pairs import pair_problem, widest_pair
@@ -100,14 +101,16 @@ _LP_GAP = 0.005  # with graded credit, the LP relaxation (~1.2-1.6 ms at 160 x 8
 # (160 x 8, 60 `everywhere` draws: 56 proven either way; independent multi-credit K levels 6.6 -> 5.8 ms)
 _NEAR_STEPS = 2  # credit steps short of the bound within which bin completion runs below a loose LP bound
 _MIP_AFTER = 0.6  # of the K level's time left when the search starts, before HiGHS takes over
-_TWO_NODES_GAP = 0.015  # the root's bound this share above its best placement or more, graded credit: ...
+_TWO_NODES_GAP = 0.01  # the root's bound this share above its best placement or more, graded credit: ...
 _TWO_NODES_PAIRS = 300  # ... on a root of at least this many open pairs (smaller ones the search proves more
 # often given all the time: fleet 32 x 4, 88% -> 83% without this), ...
 _TWO_NODES_AFTER = 0.6  # ... the search gets this share of the K level's time left, and the two nodes of most
-# slack are re-solved together in the rest (planner/k_pairs.py). Independent snapshots mixing every shape
-# open at 2.3-4.6% and the search proves none at 30 ms (two of them plans 0.6% short, one of those then
-# 0.1%); ours at 0.02-1.25% (`everywhere`, `templates`), where the search proves most of what it proves
-# late: with every graded root re-solved this way `everywhere` proofs fell from 94% to 84%
+# slack are re-solved together in the rest (planner/k_pairs.py). At 160 x 8 (the multipliers from
+# planner/k_start.py) roots open at: independent `mixed` 1.25-1.6%, where the search proves none at 30 ms and
+# the re-solve took mixed-3 from 0.5% to 0.1% short; `everywhere` 0.01-1.1%, where the search proves most of
+# what it proves late (every graded root re-solved: proofs 94% -> 86%; re-solved before the search, in 30%
+# of the time: 92.5% -> 90%); `fleet` 0.4-2.8%, `templates` 0.02-1.5%, none proven at 1% and above. A 1% gate
+# against 1.5%: independent K +0.09%, fleet +0.009%, templates +0.003%, `everywhere` the same proofs
 _CHILD_ITERATIONS = 6  # below the root (warm-started from the parent's multipliers), or before a split
 _AFTER_PROBE_ITERATIONS = 2  # after probing closed or fixed pairs
 _RESHUFFLES = 80  # rounds of the root's large-neighbourhood search at most (~1 ms each)
@@ -156,15 +159,6 @@ def credit_step(credit: list[dict[int, int]]) -> int:
     return math.gcd(*(k for column in credit for k in column.values()))
 
 
-def starting_multipliers(credit: list[dict[int, int]], n: int, shared: set[int]) -> np.ndarray:
-    """λ per problem session: a shared session starts at its second-best credit (only its best node
-    wants it then), every other at 0."""
-    lam = np.zeros(n)
-    for i in shared:
-        lam[i] = float(sorted((column[i] for column in credit if i in column), reverse=True)[1])
-    return lam
-
-
 def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     """A proven bound on K and the best K-placement found (see the module docstring)."""
     credit = credit_matrix(problem)
@@ -204,7 +198,7 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     step = credit_step(credit)
     shared = shared_sessions(credit)
     search = _Search(step, deadline, polish, math.inf, _larger_twins(credit, problem.size))
-    lam = starting_multipliers(credit, problem.n, shared)  # read for a sub-problem's shared sessions only
+    lam = starting_multipliers(arrays, problem.n)  # read for a sub-problem's shared sessions only
     root: _Sub | None = _Sub(arrays, {}, 0)
     relaxation, first = None, math.inf
     if shared and not flat:  # a few cheap steps first: most K levels are settled by them

@@ -20,7 +20,7 @@ import numpy as np
 from tao_harness.planner.certificate import surrogate_knapsack
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.k_arrays import OPEN, DualArrays
-from tao_harness.planner.k_dual import dual_steps, probe
+from tao_harness.planner.k_dual import dual_steps, lagrangian_bound, probe
 from tao_harness.planner.k_forced import forced_tables, forced_values
 from tao_harness.planner.k_mip import k_branch_and_cut
 from tao_harness.planner.k_polish import exchanged_placement, polish_placement
@@ -39,6 +39,7 @@ def warm_up() -> None:
     forced_values(size, profit, 2, 2.0, np.array([False, True]), 1.0, 10)
     arrays = DualArrays.of([{0: 1, 1: 2}, {1: 2}], [2, 2], size)
     dual_steps(arrays, np.zeros(2), 1, 0, -1, 1, 1.0, math.inf)
+    lagrangian_bound(arrays, np.zeros(2))
     probe(arrays, np.zeros(2), 0, -1, 1)  # a small problem: every node in one call
     large_rooms = DualArrays.of([{0: 1, 1: 2}, {1: 2}], [1 << 20, 1 << 20], size)
     probe(large_rooms, np.zeros(2), 0, -1, 1, Deadline.after(3600.0))  # node by node, from Python
