@@ -273,19 +273,24 @@ def probe(arrays: DualArrays, lam: np.ndarray, fixed_value: int, best_value: int
 def lagrangian_bound(arrays: DualArrays, lam: np.ndarray) -> float:
     """L(λ) of the whole sub-problem (no fixed part) at multipliers `lam` (per local session; read for the
     shared ones only): every node's knapsack solved once, nothing repaired."""
-    return float(_bound_at(arrays.size, arrays.room, arrays.node_start, arrays.pair_session,
-                           arrays.pair_credit, arrays.shared, lam))
+    return float(node_values(arrays, lam).sum() + lam[arrays.shared].sum())
+
+
+def node_values(arrays: DualArrays, lam: np.ndarray) -> np.ndarray:
+    """Per node, its knapsack's value at profits k − λ (`lam` per local session, every one read)."""
+    return _node_values(arrays.size, arrays.room, arrays.node_start, arrays.pair_session, arrays.pair_credit,
+                        lam)
 
 
 @njit(cache=True)
-def _bound_at(size, room, node_start, pair_session, pair_credit, shared, lam):
-    """L(λ): each node's knapsack at profits k − λ, and the shared sessions' multipliers."""
+def _node_values(size, room, node_start, pair_session, pair_credit, lam):
+    """Each node's knapsack over its open pairs at profits k − λ."""
     m = room.shape[0]
-    node_value = np.zeros(m)
+    value = np.zeros(m)
     for b in range(m):
         sizes, profits = _node_items(b, size, node_start, pair_session, pair_credit, lam)
-        node_value[b], _ = knapsack_kernel(sizes, profits, room[b])
-    return _lagrangian(0.0, node_value, shared, lam)
+        value[b], _ = knapsack_kernel(sizes, profits, room[b])
+    return value
 
 
 @njit(cache=True)

@@ -22,20 +22,21 @@ from itertools import combinations
 
 import numpy as np
 
-from tao_harness.planner.knapsack import knapsack
+from tao_harness.planner.k_arrays import DualArrays
+from tao_harness.planner.k_dual import node_values
 from tao_harness.planner.problem import Problem
 
 
-def widest_pair(credit: list[dict[int, int]], size: tuple[int, ...], room: tuple[int, ...],
-                placement: dict[int, int], lam: np.ndarray) -> tuple[int, int]:
+def widest_pair(arrays: DualArrays, placement: dict[int, int], lam: np.ndarray) -> tuple[int, int]:
     """The two nodes whose slack at the multipliers `lam` (per problem session) is the most, lower nodes
-    first on ties."""
-    slack = []
-    for b, column in enumerate(credit):
-        profit = {i: k - float(lam[i]) for i, k in column.items() if k - lam[i] > 0}
-        best, _ = knapsack(sorted(profit), size, profit, room[b])
-        slack.append(best - sum(column[i] - float(lam[i]) for i, at in placement.items() if at == b))
-    return max(combinations(range(len(credit)), 2), key=lambda ab: (slack[ab[0]] + slack[ab[1]], -ab[0]))
+    first on ties; `arrays`: the K problem's credited pairs, `placement` on them."""
+    local = lam[arrays.sessions]
+    at, _ = arrays.pairs_of(placement)
+    placed = at >= 0
+    held = np.bincount(arrays.pair_node[at[placed]], weights=arrays.pair_credit[at[placed]] - local[placed],
+                       minlength=len(arrays.room))
+    slack = (node_values(arrays, local) - held).tolist()
+    return max(combinations(range(len(slack)), 2), key=lambda ab: (slack[ab[0]] + slack[ab[1]], -ab[0]))
 
 
 def pair_problem(problem: Problem, credit: list[dict[int, int]], placement: dict[int, int],

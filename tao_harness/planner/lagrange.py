@@ -310,8 +310,8 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
     placement, value = search.best_placement, search.best_value
     bound = int(min(max(value, open_bound), search.ceiling))
     if value < bound and two_nodes and search.root_multipliers is not None and not deadline.passed():
-        placement, value = _two_nodes_resolved(problem, credit, placement, value, search.root_multipliers,
-                                               deadline)  # type: ignore[arg-type]
+        placement, value = _two_nodes_resolved(problem, credit, arrays, placement, value,
+                                               search.root_multipliers, deadline)  # type: ignore[arg-type]
     exchanges = not flat and len(arrays.pair_session) * len(arrays.sessions) <= _EXCHANGE_WORK
     if value < bound and exchanges:  # unproven: exchanges between nodes too (with flat credit none gains)
         placement = exchanged_placement(arrays, placement)
@@ -444,12 +444,13 @@ class _Search:
         return self.floor(outcome.bound), best_lam
 
 
-def _two_nodes_resolved(problem: Problem, credit: list[dict[int, int]], placement: dict[int, int], value: int,
-                        lam: np.ndarray, deadline: Deadline) -> tuple[dict[int, int], int]:
+def _two_nodes_resolved(problem: Problem, credit: list[dict[int, int]], arrays: DualArrays,
+                        placement: dict[int, int], value: int, lam: np.ndarray, deadline: Deadline
+                        ) -> tuple[dict[int, int], int]:
     """`placement` (worth `value`) with the two nodes of most slack at `lam` re-solved together over their
     sessions and those left out, as a K level of its own until `deadline` (planner/k_pairs.py), when that
-    collects more."""
-    nodes = widest_pair(credit, problem.size, problem.room, placement, lam)
+    collects more; `arrays`: the credited pairs of `credit`."""
+    nodes = widest_pair(arrays, placement, lam)
     pair, pool = pair_problem(problem, credit, placement, nodes)
     level = k_level(pair, deadline)
     held = sum(credit[b][i] for i, b in placement.items() if b in nodes)

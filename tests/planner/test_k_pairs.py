@@ -11,6 +11,7 @@ import numpy as np
 
 from tao_harness.planner.lagrange import _two_nodes_resolved, credit_matrix
 from tao_harness.planner.deadline import Deadline
+from tao_harness.planner.k_arrays import DualArrays
 from tao_harness.planner.k_pairs import pair_problem, widest_pair
 from tao_harness.planner.problem import Problem, build_problem, is_feasible
 from tao_harness.planner.shapes import SHAPES
@@ -26,6 +27,10 @@ def small_problems(seed: str, count: int):
         credit = credit_matrix(problem)
         if any(credit):
             yield rng, problem, credit
+
+
+def arrays_of(problem: Problem, credit: list[dict[int, int]]) -> DualArrays:
+    return DualArrays.of(credit, list(problem.room), np.array(problem.size, dtype=np.int64))
 
 
 def slack_of(problem: Problem, credit: list[dict[int, int]], placement: dict[int, int], lam: np.ndarray,
@@ -44,7 +49,7 @@ def test_the_pair_picked_has_the_most_slack() -> None:
         placement = rng.choice(every_k_placement(problem))
         lam = np.array([rng.choice([0.0, rng.uniform(0, 5000)]) for _ in range(problem.n)])
         slack = [slack_of(problem, credit, placement, lam, b) for b in range(problem.m)]
-        a, b = widest_pair(credit, problem.size, problem.room, placement, lam)
+        a, b = widest_pair(arrays_of(problem, credit), placement, lam)
         most = max(slack[x] + slack[y] for x, y in combinations(range(3), 2))
         assert a < b and slack[a] + slack[b] >= most - 1e-6
         checked += 1
@@ -57,8 +62,9 @@ def test_two_nodes_re_solved_are_the_best_that_keep_the_third() -> None:
         placements = every_k_placement(problem)
         placement = rng.choice(placements)
         lam = np.array([rng.uniform(0, 3000) for _ in range(problem.n)])
-        nodes = widest_pair(credit, problem.size, problem.room, placement, lam)
-        found, value = _two_nodes_resolved(problem, credit, placement, k_of(problem, placement), lam,
+        arrays = arrays_of(problem, credit)
+        nodes = widest_pair(arrays, placement, lam)
+        found, value = _two_nodes_resolved(problem, credit, arrays, placement, k_of(problem, placement), lam,
                                            Deadline.after(5.0, "cpu"))
         assert is_feasible(problem, found) and value == k_of(problem, found) >= k_of(problem, placement)
         kept = {i: b for i, b in placement.items() if b not in nodes}
