@@ -12,7 +12,7 @@ about what the session is worth beyond the room it takes on its best node but on
 
 Each guess costs one knapsack per node (compiled, planner/k_dual.py); the lowest bound wins. The subgradient
 steps (planner/k_dual.py) that follow then start near the dual's optimum instead of spending their first
-steps, and each step's repair and polish (~1 ms at 160 x 8), coming down to it.
+steps, and each step's repair and polish (~1 ms on those 160 x 8 snapshots), coming down to it.
 """
 
 from __future__ import annotations

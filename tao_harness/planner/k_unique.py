@@ -57,7 +57,7 @@ def k_common_pairs(problem: Problem, k_star: int, deadline: Deadline | None = No
                    level: KLevel | None = None) -> CommonPairs:
     """The credited pairs every placement collecting the proven optimum `k_star` holds (as far as the
     probes and the deadline get; none proven: empty). With the K `level` that proved it, its pairs and
-    step are reused and the steps start from its root's multipliers; else from the second-best credits."""
+    step are reused and the steps start from its root's multipliers; else from planner/k_start.py's."""
     if level is not None and level.arrays is not None:
         start = arrays = level.arrays
         step = level.step
