@@ -196,7 +196,7 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
                          _RESHUFFLES, until)
 
     step = credit_step(credit)
-    shared = shared_sessions(credit)
+    shared = bool(arrays.shared.any())  # some session credited on several nodes
     search = _Search(step, deadline, polish, math.inf, _larger_twins(credit, problem.size))
     lam = starting_multipliers(arrays, problem.n)  # read for a sub-problem's shared sessions only
     root: _Sub | None = _Sub(arrays, {}, 0)
@@ -511,16 +511,6 @@ def _flat(credit: list[dict[int, int]]) -> bool:
     """Whether every session has the same credit on each of its credit nodes."""
     seen: dict[int, int] = {}
     return all(seen.setdefault(i, k) == k for column in credit for i, k in column.items())
-
-
-def shared_sessions(credit: list[dict[int, int]]) -> set[int]:
-    """The sessions credited on several nodes."""
-    seen: set[int] = set()
-    shared: set[int] = set()
-    for column in credit:
-        shared.update(seen.intersection(column))
-        seen.update(column)
-    return shared
 
 
 def _multipliers(arrays: DualArrays, lam: np.ndarray) -> np.ndarray:
