@@ -76,19 +76,30 @@ def k_model(arrays: DualArrays) -> highspy.HighsLp:
     """The K problem over the open pairs of `arrays`, relaxed (0 ≤ x ≤ 1): a column per pair (its credit),
     a row per session (at most one pair) and per node (its room)."""
     count, n = len(arrays.pair_session), len(arrays.sessions)
-    index = np.empty(2 * count, dtype=np.int32)  # column j: its session's row, then its node's
-    index[0::2], index[1::2] = arrays.pair_session, n + arrays.pair_node
-    value = np.empty(2 * count)
-    value[0::2], value[1::2] = 1.0, arrays.size[arrays.pair_session]
+    return assignment_model(arrays, arrays.pair_credit, arrays.size[arrays.pair_session], arrays.pair_node,
+                            arrays.pair_session, np.ones(n), np.ones(count))
+
+
+def assignment_model(arrays: DualArrays, cost: np.ndarray, size: np.ndarray, node: np.ndarray,
+                     row: np.ndarray, row_upper: np.ndarray, col_upper: np.ndarray) -> highspy.HighsLp:
+    """max Σ cost·x over columns j, continuous 0 ≤ x_j ≤ col_upper[j]: column j in its own row `row[j]`
+    (Σ x ≤ `row_upper` of that row, the rows first) and in its node's `node[j]` (Σ size·x within the room of
+    `arrays`). The K relaxation's model (a row per session) and HiGHS's count of alike sessions per node
+    (planner/k_mip.py: a row per class)."""
+    columns, rows = len(cost), len(row_upper)
+    index = np.empty(2 * columns, dtype=np.int32)  # column j: its own row, then its node's
+    index[0::2], index[1::2] = row, rows + node
+    value = np.empty(2 * columns)
+    value[0::2], value[1::2] = 1.0, size
     lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = count, n + len(arrays.room)
+    lp.num_col_, lp.num_row_ = columns, rows + len(arrays.room)
     lp.sense_ = highspy.ObjSense.kMaximize
-    lp.col_cost_ = arrays.pair_credit
-    lp.col_lower_, lp.col_upper_ = np.zeros(count), np.ones(count)
+    lp.col_cost_ = cost
+    lp.col_lower_, lp.col_upper_ = np.zeros(columns), col_upper
     lp.row_lower_ = np.full(lp.num_row_, -highspy.kHighsInf)
-    lp.row_upper_ = np.concatenate((np.ones(n), arrays.room.astype(np.float64)))
+    lp.row_upper_ = np.concatenate((row_upper, arrays.room.astype(np.float64)))
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.arange(0, 2 * count + 1, 2, dtype=np.int32)
+    lp.a_matrix_.start_ = np.arange(0, 2 * columns + 1, 2, dtype=np.int32)
     lp.a_matrix_.index_, lp.a_matrix_.value_ = index, value
     return lp
 

@@ -27,6 +27,7 @@ import highspy
 import numpy as np
 
 from tao_harness.planner.k_arrays import DualArrays
+from tao_harness.planner.k_lp import assignment_model
 
 _TOLERANCE = 1e-7  # relative slack added to HiGHS's dual bound before flooring (its LP tolerances are 1e-7):
 # a bound a little below the truth is not taken as a proof of one credit step less
@@ -114,27 +115,13 @@ class Alike:
     def model(self, arrays: DualArrays) -> highspy.HighsLp:
         """How many sessions of each class go to each node (integers: at most the class, and as many as the
         room holds), within every room: max Σ k x."""
-        columns, classes = len(self.column_pair), len(self.count)
         node = arrays.pair_node[self.column_pair]
         size = arrays.size[arrays.pair_session[self.column_pair]]
         most = self.count[self.column_class]
-        index = np.empty(2 * columns, dtype=np.int32)  # column j: its class's row, then its node's
-        index[0::2], index[1::2] = self.column_class, classes + node
-        value = np.empty(2 * columns)
-        value[0::2], value[1::2] = 1.0, size
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = columns, classes + len(arrays.room)
-        lp.sense_ = highspy.ObjSense.kMaximize
-        lp.col_cost_ = arrays.pair_credit[self.column_pair]
-        lp.col_lower_ = np.zeros(columns)
-        lp.col_upper_ = np.minimum(most, np.where(size > 0, arrays.room[node] // np.maximum(size, 1), most)
-                                   ).astype(np.float64)
-        lp.row_lower_ = np.full(lp.num_row_, -highspy.kHighsInf)
-        lp.row_upper_ = np.concatenate((self.count.astype(np.float64), arrays.room.astype(np.float64)))
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = np.arange(0, 2 * columns + 1, 2, dtype=np.int32)
-        lp.a_matrix_.index_, lp.a_matrix_.value_ = index, value
-        lp.integrality_ = [highspy.HighsVarType.kInteger] * columns
+        fitting = np.minimum(most, np.where(size > 0, arrays.room[node] // np.maximum(size, 1), most))
+        lp = assignment_model(arrays, arrays.pair_credit[self.column_pair], size, node, self.column_class,
+                              self.count.astype(np.float64), fitting.astype(np.float64))
+        lp.integrality_ = [highspy.HighsVarType.kInteger] * len(self.column_pair)
         return lp
 
     def pairs_taken(self, arrays: DualArrays, counts: np.ndarray) -> np.ndarray | None:
