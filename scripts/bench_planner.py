@@ -44,10 +44,9 @@ from typing import Iterable, Iterator
 
 from tao_harness.cli.common import format_table, print_json
 from tao_harness.config import PlannerConfig
-from tao_harness.planner.problem import build_problem
 from tao_harness.planner.reference import milp_lexicographic
 from tao_harness.planner.shapes import SHAPES
-from tao_harness.policies.registry import get_policy
+from tao_harness.policies.tao import TaoPolicy
 from tao_harness.types import Plan, Snapshot
 
 
@@ -130,7 +129,7 @@ def bench_row(label: str, size: str, snapshots: Iterable[Snapshot], milp: MilpCh
     """The row of `snapshots`, each planned `repeat` times in a row: its CPU time is the median of them,
     and every plan counts in the shares (a plan at the deadline's edge proven in some passes only shows as
     a fraction); the MILP checks take the first pass's plans."""
-    policy = get_policy("tao", config)
+    policy = TaoPolicy(config)
     cpu, gaps, exact = [], [], 0
     sampled: list[tuple[Snapshot, Plan]] = []
     unproven: list[tuple[Snapshot, Plan]] = []
@@ -153,25 +152,29 @@ def bench_row(label: str, size: str, snapshots: Iterable[Snapshot], milp: MilpCh
         shape=label, size=size, snapshots=count, cpu_ms=(round(p50, 2), round(p95, 2), round(p99, 2)),
         k_proven=sum(1 for g in gaps if g == 0.0) / max(len(gaps), 1), exact=exact / max(len(gaps), 1),
         worst_k_gap=max(known, default=0.0) if len(known) == len(gaps) else None,
-        milp_samples=versus_milp(sampled, milp), milp_unproven=versus_milp(unproven, milp), repeat=repeat,
+        milp_samples=versus_milp(sampled, milp, policy), milp_unproven=versus_milp(unproven, milp, policy),
+        repeat=repeat,
     )
 
 
-def versus_milp(checked: list[tuple[Snapshot, Plan]], milp: MilpCheck) -> MilpOutcome:
+def versus_milp(checked: list[tuple[Snapshot, Plan]], milp: MilpCheck, policy: TaoPolicy) -> MilpOutcome:
     """How many of the plans reach K* (HiGHS, `mip_rel_gap` 0), the largest true shortfall in K, and with
-    4 levels how many equal the whole lexicographic optimum."""
+    4 levels how many equal the whole lexicographic optimum. Each plan's exact program is checked on the
+    problem it solved (`Plan.solved`): a recorded snapshot's plan also admits overdue sessions and sessions
+    that interrupts of acting ones made room for, which no MILP of the waiting pool accounts for (they
+    made 31 of 39 plans of an independent 64 x 8 set look short of the lexicographic optimum)."""
     shortfalls, unsolved, lexicographic = [], 0, 0
     for snapshot, plan in checked:
         try:
             with _native_stdout_silenced():
-                optimum = milp_lexicographic(build_problem(snapshot, snapshot.waiting), milp.seconds,
-                                             levels=milp.levels)
+                optimum = milp_lexicographic(policy.admission_problem(snapshot), milp.seconds, levels=milp.levels)
         except RuntimeError:
             unsolved += 1
             continue
+        solved = plan.solved or plan.objective
         k_star = optimum[0]
-        shortfalls.append((k_star - plan.objective[0]) / k_star if k_star else 0.0)
-        lexicographic += tuple(plan.objective) == optimum
+        shortfalls.append((k_star - solved[0]) / k_star if k_star else 0.0)
+        lexicographic += tuple(solved[:milp.levels]) == optimum
     return MilpOutcome(len(shortfalls), sum(1 for s in shortfalls if s <= 0), max(shortfalls, default=0.0),
                        unsolved, lexicographic if milp.levels == 4 else None)
 
@@ -252,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     shapes, sizes = shapes_and_sizes(parser, args.shapes, args.sizes)
     # as a coordinator starts (the TAO policy built, so the compiled kernels loaded): what the imports left
     # moved out of the collector's way, else the first full collection (~50 ms) lands in some snapshot's time
-    get_policy("tao", config)
+    TaoPolicy(config)
     gc.collect()
     gc.freeze()
     rows: list[Row] = []

@@ -374,6 +374,10 @@ class Plan:
     states: int = 0  # DP states created (0 when no DP ran)
     fallback: bool = False  # True when the exact search hit its deadline or budget: best plan found
     bound: tuple[int, int, int, int] | None = None  # certified lexicographic upper bound on `objective`
+    solved: tuple[int, int, int, int] | None = None  # (K, R, T, N) of the admissions the exact program chose
+    # over the waiting pool, without the overdue ones and those that interrupts made room for (both added
+    # after it): what a check of the program against another solver of that problem compares (None: a
+    # baseline's plan, or no program ran)
 
     def __post_init__(self) -> None:
         _text(self.policy, "policy")
@@ -381,6 +385,8 @@ class Plan:
         object.__setattr__(self, "objective", _int_tuple(self.objective, 4, "objective"))
         if self.bound is not None:
             object.__setattr__(self, "bound", _int_tuple(self.bound, 4, "bound"))
+        if self.solved is not None:
+            object.__setattr__(self, "solved", _int_tuple(self.solved, 4, "solved"))
         object.__setattr__(self, "assignments", tuple(self.assignments))
         object.__setattr__(self, "interrupts", tuple(_text(v, "interrupts") for v in self.interrupts))
         _number(self.solve_ms, "solve_ms")
@@ -423,6 +429,8 @@ class Plan:
                    interrupts=list(self.interrupts), solve_ms=round(self.solve_ms, 4))
         if self.bound is not None:
             out["bound"] = list(self.bound)
+        if self.solved is not None:
+            out["solved"] = list(self.solved)
         return out
 
     @classmethod

@@ -27,6 +27,7 @@ def make_plan(
     states: int = 0,
     fallback: bool = False,
     bound: tuple[int, int, int, int] | None = None,
+    solved: tuple[int, int, int, int] | None = None,
 ) -> Plan:
     return Plan(
         policy=policy,
@@ -38,6 +39,7 @@ def make_plan(
         states=states,
         fallback=fallback,
         bound=bound,
+        solved=solved,
     )
 
 

@@ -17,7 +17,7 @@ from tao_harness.planner.problem import Problem, Solution, Value, build_problem,
 from tao_harness.planner.solve import Method, solve
 from tao_harness.planner.warm import warm_up
 from tao_harness.policies.common import assignment, by_value, make_plan
-from tao_harness.policies.aging import admit_overdue
+from tao_harness.policies.aging import Aged, admit_overdue
 from tao_harness.policies.interrupts import kept_value, plan_interrupts
 from tao_harness.types import Assignment, Plan, SessionView, Snapshot, objective_of
 
@@ -44,17 +44,28 @@ class TaoPolicy:
     def view(self, snapshot: Snapshot) -> "_View":
         return _View(snapshot, self.use_cache, self.use_readiness)
 
+    def admission_problem(self, snapshot: Snapshot) -> Problem:
+        """The problem the exact program solves for `snapshot` (`Plan.solved` is its objective there): the
+        waiting pool once the overdue sessions are admitted, valued as this policy sees it."""
+        return self._admission(snapshot)[1]
+
+    def _admission(self, snapshot: Snapshot) -> tuple[Aged, Problem]:
+        aged = admit_overdue(snapshot, kept_value(snapshot, self.view(snapshot)))
+        problem = build_problem(aged.rest, aged.rest.waiting, use_cache=self.use_cache,
+                                use_readiness=self.use_readiness)
+        return aged, problem
+
     def plan(self, snapshot: Snapshot) -> Plan:
         start = perf_counter()
-        aged = admit_overdue(snapshot, kept_value(snapshot, self.view(snapshot)))
+        aged, problem = self._admission(snapshot)
         overdue = [assignment(snapshot, s, node_id) for s, node_id in aged.admitted]
         snapshot = aged.rest
         waiting = snapshot.waiting
-        problem = build_problem(snapshot, waiting, use_cache=self.use_cache, use_readiness=self.use_readiness)
         solution = solve(problem, state_budget=self.config.state_budget, method=self.solver,
                          deadline=Deadline.after(self.config.deadline_ms / 1000, self.config.deadline_clock,
                                                  self.config.min_cpu_ms / 1000))
         placement = dict(solution.placement)
+        solved = objective(problem, placement)
         chosen = by_value(self._assignment(snapshot, problem, waiting[i], i, b) for i, b in placement.items())
         extra, interrupts = plan_interrupts(snapshot, problem, placement, waiting, self.view(snapshot),
                                             self.use_readiness)
@@ -62,7 +73,7 @@ class TaoPolicy:
         interrupts = [*aged.interrupts, *interrupts]
         return make_plan(self.name, solution.solver, chosen, interrupts=interrupts,
                          solve_ms=(perf_counter() - start) * 1000, states=solution.states,
-                         fallback=solution.fallback, bound=_plan_bound(problem, solution, chosen))
+                         fallback=solution.fallback, bound=_plan_bound(solution, solved, chosen), solved=solved)
 
     def _assignment(
         self, snapshot: Snapshot, problem: Problem, session: SessionView, i: int, b: int
@@ -74,14 +85,13 @@ class TaoPolicy:
 
 
 def _plan_bound(
-    problem: Problem, solution: Solution, chosen: list[Assignment]
+    solution: Solution, solved: tuple[int, int, int, int], chosen: list[Assignment]
 ) -> tuple[int, int, int, int] | None:
     """The solver's bound moved onto the plan's objective: the plan's objective plus what the bound
-    exceeds the solver's (possibly ablated) objective by, term by term. The interrupt-enabled
+    exceeds the solver's (possibly ablated) objective `solved` by, term by term. The interrupt-enabled
     admissions and the true values of ablated terms add the same to both, so the gap is the solver's."""
     if solution.bound is None:
         return None
-    solved = objective(problem, dict(solution.placement))
     return tuple(p + b - s for p, b, s in zip(objective_of(chosen), solution.bound, solved))  # type: ignore
 
 

@@ -53,6 +53,31 @@ def test_four_milp_levels_count_the_plans_at_the_whole_optimum() -> None:
     assert row["exact"] == 1 and sampled["lexicographic"] == 3
 
 
+def test_the_milp_checks_the_exact_program_not_what_interrupts_added(tmp_path: Path) -> None:
+    """A recorded snapshot with acting sessions: the plan also admits a session that interrupts made room
+    for, which the MILP of the waiting pool cannot place; the check compares the program's own admissions
+    (`Plan.solved`), so the proven plan is counted at the lexicographic optimum."""
+    quantum = 256
+    tokens = lambda quanta: quanta * quantum - 512  # noqa: E731 (whole quanta with the reserve)
+    nodes = [{"id": "r0", "capacity_tokens": 20 * quantum, "used_tokens": 20 * quantum},
+             {"id": "r1", "capacity_tokens": 10 * quantum}]
+    stale = {"tokens": 9000, "observed_at": 800.0}
+    sessions = [
+        {"id": "stale", "tokens": tokens(10), "state": "acting", "node": "r0", "cache": {"r0": stale}},
+        {"id": "staler", "tokens": tokens(10), "state": "acting", "node": "r0", "cache": {"r0": stale}},
+        {"id": "back", "tokens": tokens(8), "ready": 1, "cache": {"r0": {"tokens": 4000, "observed_at": 998.0}}},
+        {"id": "fresh", "tokens": tokens(6), "ready": 1, "cache": {"r1": {"tokens": 3000, "observed_at": 999.0}}},
+    ]
+    (tmp_path / "recorded.json").write_text(json.dumps({"now": 1000.0, "nodes": nodes, "sessions": sessions}))
+    done = _bench("--replay", str(tmp_path), "--shapes", "ours", "--sizes", "4x2", "--trials", "1",
+                  "--milp-samples", "1", "--milp-levels", "4", "--milp-seconds", "30", "--json")
+    assert done.returncode == 0, done.stderr
+    recorded = next(row for row in json.loads(done.stdout) if row["shape"].startswith("replay"))
+    sampled = recorded["milp_samples"]
+    assert recorded["exact"] == 1 and sampled["checked"] == 1
+    assert sampled["at_optimum"] == 1 and sampled["lexicographic"] == 1
+
+
 def test_the_unproven_check_takes_the_plans_whose_k_is_not_proven() -> None:
     # a 0.5 ms deadline (the planner's 5 ms CPU floor binds) leaves some replicated 32 x 4 plans unproven on
     # most machines; how many depends on the machine, so only the accounting is asserted
@@ -110,7 +135,7 @@ def test_repeat_takes_each_snapshot_s_median_time_and_counts_every_plan(monkeypa
     proven = SimpleNamespace(bound=(100, 1, 1, 1), objective=(100, 1, 1, 1), fallback=False)
     short = SimpleNamespace(bound=(100, 1, 1, 1), objective=(90, 1, 1, 1), fallback=True)
     plans = iter([proven, short, proven])
-    monkeypatch.setattr(bench, "get_policy", lambda name, config: SimpleNamespace(plan=lambda s: next(plans)))
+    monkeypatch.setattr(bench, "TaoPolicy", lambda config: SimpleNamespace(plan=lambda s: next(plans)))
     clock = iter([0.0, 0.001, 1.0, 1.005, 2.0, 2.002])
     monkeypatch.setattr(bench, "process_time", lambda: next(clock))
     milp = bench.MilpCheck(samples=0, unproven=0, seconds=1.0)

@@ -78,6 +78,8 @@ def test_interrupts_release_acting_sessions_lowest_value_first(snap: Snap) -> No
     plan = get_policy("tao").plan(snap(nodes=nodes, sessions=sessions))
     assert plan.interrupts == ("staler", "stale")  # 4 + 6 quanta ≥ 8; "fresh" (highest value) stays
     assert plan.admitted == {"back": "r0"}
+    # the exact program found the node full: "back" came in by the interrupts, after it
+    assert plan.solved == (0, 0, 0, 0) and (plan.objective[1], plan.objective[3]) == (1, 1)
 
 
 def test_interrupts_only_for_sessions_that_need_the_gpu_and_only_if_they_then_fit(snap: Snap) -> None:
