@@ -1,12 +1,23 @@
-"""The planner on snapshots it was not tuned on: tests/planner/independent/ holds eight 160 x 8 snapshots
-from a generator written apart from the planner and its shapes (session 23's independent check, twelve
-families), the hardest of what it drew:
+"""The planner on snapshots it was not tuned on: tests/planner/independent/ holds 160 x 8 snapshots from two
+generators written apart from the planner and its shapes. Eight from the first (session 23's independent
+check, twelve families), the hardest of what it drew:
 - `mixed-*`: each snapshot its own quantum (16-512 tokens), a dead replica, tenants pinned to replica subsets,
   a repository's system prompt cached on most replicas, bursts of forked sessions, long contexts, a few
   sizes, rooms skewed or nearly full. K proven on 55% of 40 at 30 ms; the plans' proven gap up to 2.8%.
 - `sysprompt-*`: the prompt on about 80% of the replicas at several ages, each session's own context fresher
   on one. K proven on 35%.
 - `forks-*`: groups of 8-30 identical forked sessions beside single ones. K proven on 72%.
+
+Five more from a second generator written apart (session 26, thirteen families of 10 snapshots, each with the
+acting and reasoning sessions that fill the replicas; K proven on 97.7% of them at 30 ms, none more than 0.32%
+short of K*):
+- `prefixtree-*`: 3-6 repositories, each prompt prefix cached on 2-4 replicas at different ages, each
+  session's own context on one; two repositories pinned to their replicas. The hard family: K proven on 62.5%
+  of 40, p50 25 ms.
+- `tenants-3`: a third of the sessions eligible for one replica, the rest for two, three or all; a drained
+  replica nobody may use holds a quarter of the caches. K proven; (R, T, N) rarely.
+- `sametick-0`: cache entries observed on a 0.25 s scheduler tick, contexts from a dozen templates: exact
+  credit ties, and replicas in two groups of identical rooms.
 
 Their optimum K* is HiGHS's (the MILP reference, or an interval where it ran out of time). Whatever the
 machine's load does to the search, a plan never claims more than K*, its bound never falls below it, and
@@ -40,6 +51,11 @@ K_STAR = {
     "mixed-38": (561_055, 561_055),  # the planner's plan was 0.66% short at 30 ms (K 557,345)
     "sysprompt-5": (758_094, 758_094),
     "sysprompt-10": (1_243_367, 1_244_080),  # 60 s, as mixed-3
+    "prefixtree-8": (2_159_050, 2_159_050),  # HiGHS 19.6 s; the plan was 0.32% short at 30 ms, bound 0.52% above
+    "prefixtree-9": (3_112_487, 3_112_487),
+    "prefixtree-14": (2_227_361, 2_227_361),
+    "tenants-3": (1_237_207, 1_237_207),
+    "sametick-0": (1_375_524, 1_375_524),
 }
 
 
