@@ -29,7 +29,9 @@ A released session's reservation is taken to be its admission cost (tokens + res
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from bisect import bisect_left
+from dataclasses import dataclass
+from typing import Callable
 
 from tao_harness.planner.problem import Problem, Value
 from tao_harness.types import SessionView, Snapshot
@@ -49,11 +51,12 @@ def plan_interrupts(
     if not any(s.state == "acting" for s in snapshot.sessions):
         return [], []
     kept = kept_value(snapshot, view)
-    acting = {
-        node_id: sorted((s for s in snapshot.holding(node_id) if s.state == "acting"),
-                        key=lambda s, node_id=node_id: (kept(s, node_id), s.id))
-        for node_id in problem.node_ids
-    }
+    acting: dict[str, list[SessionView]] = {}
+    kept_on_node: dict[str, Value] = {}  # per acting holder, its kept triple on its node
+    for node_id in problem.node_ids:
+        holders = [s for s in snapshot.holding(node_id) if s.state == "acting"]
+        kept_on_node.update((s.id, kept(s, node_id)) for s in holders)
+        acting[node_id] = sorted(holders, key=lambda s: (kept_on_node[s.id], s.id))
     free, interrupts, released = _restore_capacity(snapshot, acting)
     if len(placement) == len(waiting):
         return [], interrupts
@@ -67,11 +70,9 @@ def plan_interrupts(
         if i not in placement and (s.has_request or (use_readiness and s.ready == 1)) and best[i] is not None
     ]
     needy.sort(key=lambda pair: (tuple(-x for x in best[pair[0]] or ()), pair[1].id))
+    pending = {node_id: _Releases.of([h for h in holders if h.id not in released], kept_on_node, snapshot)
+               for node_id, holders in acting.items()}
     admitted: list[tuple[SessionView, str]] = []
-
-    def room(node_id: str, extra_tokens: int) -> int:
-        return max(0, free[node_id] + extra_tokens) // quantum - used[node_id]
-
     for i, session in needy:
         size = problem.size[i]
         options = []
@@ -79,27 +80,51 @@ def plan_interrupts(
             value = problem.values[i][order]
             if value is None:  # not eligible
                 continue
-            chosen: list[SessionView] = []
-            extra = 0
-            for holder in acting[node_id]:
-                if room(node_id, extra) >= size:
-                    break
-                if holder.id in released:
-                    continue
-                chosen.append(holder)
-                extra += holder.cost(snapshot.params)
-            if chosen and room(node_id, extra) >= size and _total(kept(h, node_id) for h in chosen) < value:
-                options.append((kept(chosen[-1], node_id), len(chosen), order, node_id, chosen, extra))
+            releases = pending[node_id]
+            count = releases.shortest(free[node_id], (used[node_id] + size) * quantum)
+            if count and releases.lost[count] < value:
+                options.append((releases.kept[count - 1], count, order, node_id))
         if not options:
             continue
-        _, _, _, node_id, chosen, extra = min(options, key=lambda o: o[:3])
-        for holder in chosen:
-            released.add(holder.id)
-            interrupts.append(holder.id)
-        free[node_id] += extra
+        _, count, _, node_id = min(options)
+        releases = pending[node_id]
+        interrupts += [holder.id for holder in releases.holders[:count]]
+        free[node_id] += releases.freed[count]
         used[node_id] += size
+        pending[node_id] = _Releases.of(releases.holders[count:], kept_on_node, snapshot)
         admitted.append((session, node_id))
     return admitted, interrupts
+
+
+@dataclass(frozen=True, slots=True)
+class _Releases:
+    """A node's acting holders not released yet, in release order, with running sums: the shortest prefix
+    that frees enough room is found by bisection (a snapshot of 160 waiting and ~100 acting sessions on 8
+    nodes summed the holders' triples again for every waiting session and node: ~6 ms a plan)."""
+
+    holders: list[SessionView]
+    kept: list[Value]  # kept[j]: holder j's kept triple on the node
+    freed: list[int]  # freed[j]: tokens the first j holders release (freed[0] = 0)
+    lost: list[Value]  # lost[j]: the first j holders' kept triples, summed component-wise
+
+    @classmethod
+    def of(cls, holders: list[SessionView], kept_on_node: dict[str, Value], snapshot: Snapshot) -> _Releases:
+        kept = [kept_on_node[h.id] for h in holders]
+        freed, lost = [0], [(0, 0, 0)]
+        for holder, (k, r, t) in zip(holders, kept):
+            total = lost[-1]
+            freed.append(freed[-1] + holder.cost(snapshot.params))
+            lost.append((total[0] + k, total[1] + r, total[2] + t))
+        return cls(holders, kept, freed, lost)
+
+    def shortest(self, free: int, needed: int) -> int | None:
+        """The fewest first holders whose release leaves at least `needed` tokens of room on the node, which
+        has `free` (negative while over-reserved: no room): 0 when it has them already, None when
+        releasing them all does not."""
+        if max(0, free) >= needed:
+            return 0
+        count = bisect_left(self.freed, needed - free)
+        return count if count < len(self.freed) else None
 
 
 def kept_value(snapshot: Snapshot, view: ValueView) -> ValueView:
@@ -142,9 +167,3 @@ def _at_return(snapshot: Snapshot, holder: SessionView, node_id: str, value: Val
     if k == 0 or holder.returns_at is None or holder.returns_at <= snapshot.now:
         return value
     return holder.credit_on(node_id, holder.returns_at, snapshot.params), r, t
-
-
-def _total(values: Iterable[Value]) -> Value:
-    """Component-wise sum of value triples: what a set of sessions adds to the (K, R, T) objective."""
-    k, r, t = (sum(column) for column in zip(*values))
-    return k, r, t
