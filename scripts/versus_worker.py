@@ -2,7 +2,8 @@
 tao_harness is first on PYTHONPATH (the tree under test or an exported revision), one JSON line in, one out.
 
 In: `{"snapshot": <docs/snapshot.md>}`. Out: `{"cpu_ms": ..., "objective": [...], "bound": [...] | null,
-"fallback": ...}`. Only the package's public API is used, so older revisions run it unchanged.
+"solved": [...] | null, "fallback": ...}` (`solved`: the exact program's own objective, null from revisions
+before it was reported). Only the package's public API is used, so older revisions run it unchanged.
 
     PYTHONPATH=TREE python scripts/versus_worker.py DEADLINE_MS CLOCK
 """
@@ -30,9 +31,10 @@ def main(argv: list[str]) -> int:
         started = process_time()
         plan = policy.plan(snapshot)
         cpu_ms = (process_time() - started) * 1000
-        bound = getattr(plan, "bound", None)
+        bound, solved = getattr(plan, "bound", None), getattr(plan, "solved", None)
         print(json.dumps({"cpu_ms": cpu_ms, "objective": list(plan.objective),
-                          "bound": None if bound is None else list(bound), "fallback": plan.fallback}),
+                          "bound": None if bound is None else list(bound),
+                          "solved": None if solved is None else list(solved), "fallback": plan.fallback}),
               flush=True)
     return 0
 

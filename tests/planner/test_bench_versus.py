@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -47,6 +48,25 @@ def test_a_folder_of_recorded_snapshots_is_one_more_row() -> None:
     (row,) = json.loads(done.stdout)
     assert row["shape"] == "replay independent" and row["snapshots"] == len(list(INDEPENDENT.glob("*.json")))
     assert row["base"]["k_total"] > 0 and row["this"]["k_total"] > 0
+
+
+def test_k_change_counts_the_planners_own_admissions_when_both_trees_report_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recorded snapshot's plan also admits sessions that interrupts made room for: K is compared on
+    `solved` when both sides report it, and on the whole objective against a revision that does not."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    versus = importlib.import_module("bench_versus")
+
+    def side(objective: int, solved: int | None) -> SimpleNamespace:
+        plan = {"cpu_ms": 1.0, "objective": [objective, 0, 0, 1], "bound": [objective, 0, 0, 1],
+                "solved": None if solved is None else [solved, 0, 0, 1], "fallback": False}
+        return SimpleNamespace(plan=lambda line: plan)
+
+    snapshot = SimpleNamespace(to_json=lambda: {})
+    both = versus.versus("recorded", "1", [snapshot], (side(120, 100), side(110, 105)), repeat=1)
+    assert (both.base.k_total, both.this.k_total) == (100, 105)
+    older = versus.versus("recorded", "1", [snapshot], (side(120, None), side(110, 105)), repeat=1)
+    assert (older.base.k_total, older.this.k_total) == (120, 110)
 
 
 def test_the_table_names_its_columns() -> None:
