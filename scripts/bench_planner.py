@@ -6,7 +6,9 @@ written together), `replicated` (copies written together on one to all nodes), `
 `degenerate`, `forks` (sessions of a few task templates: equal sizes, credits tied), `templates` (the
 same as a live benchmark shows it: credit graded over each template's homes, sizes all different), `long`
 (long contexts with aged copies on the replicas they ran on), `fleet` (a repository's system prompt cached
-on most replicas, beside each session's own context).
+on most replicas, beside each session's own context), `clones` (bursts of identical forked children), `busy`
+(`all` under load, every replica's used tokens held by acting and reasoning sessions: the policy's interrupt
+rule runs).
 `--replay DIR` adds every `*.json` snapshot under DIR (as dumped by `tao sim --dump-snapshots DIR` or the
 coordinator's `--dump-snapshots DIR`).
 

@@ -51,6 +51,12 @@ proportional to demand. The other shapes add, one at a time, what live clusters 
   each of their swaps, where HiGHS counting each class per node proves K in milliseconds (issue 15's
   independent check had such a family; its snapshots are in tests/planner/independent).
 
+- `busy`: an `all` draw as a live cluster under load shows it (a quarter to three quarters of its free room
+  left), every replica's used tokens held by sessions: acting ones (a tool running, due back within a minute
+  or at an unknown time) and reasoning ones, each with its context cached where it runs. The TAO policy's interrupt rule then weighs releasing holders for the ready sessions
+  left out (the other shapes have no holders; a second independent generator's snapshots, all with them,
+  took ~6 ms a plan in that rule alone).
+
 Every shape is a function (rng, sessions, nodes) -> Snapshot; `SHAPES` lists them by name.
 """
 
@@ -360,6 +366,28 @@ def _clones(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
                     sessions=tuple(views))
 
 
+def _busy(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
+    """An `all` draw whose nodes' used tokens are held by acting and reasoning sessions."""
+    snapshot = _snapshot(rng, sessions, nodes, _Draw(multi=True, ties=True, eligible=True, skewed=True))
+    params, holders, node_states = snapshot.params, [], []
+    load = rng.uniform(0.25, 0.75)
+    for node in snapshot.nodes:
+        used = 0
+        while node.used_tokens - used > params.reserve_tokens + params.quantum_tokens:
+            tokens = min(_tokens(rng, params.quantum_tokens, False), node.used_tokens - used - params.reserve_tokens)
+            acting = rng.random() < 0.7
+            returns_at = NOW + rng.uniform(0, 60) if acting and rng.random() < 0.8 else None
+            cached = CacheEntry(int(tokens * rng.uniform(0.6, 1.0)), NOW - rng.uniform(0, 20))
+            holders.append(SessionView(
+                id=f"h{len(holders)}", tokens=tokens, state="acting" if acting else "reasoning", node=node.id,
+                cache={node.id: cached}, turn=rng.randint(1, 40), arrived_at=NOW - rng.uniform(30, 600),
+                returns_at=returns_at))
+            used += tokens + params.reserve_tokens
+        # a cluster under load: a quarter to three quarters of the `all` draw's free room left
+        node_states.append(replace(node, capacity_tokens=int(node.free_tokens * load) + used, used_tokens=used))
+    return replace(snapshot, nodes=tuple(node_states), sessions=snapshot.sessions + tuple(holders))
+
+
 def _rooms(rng: random.Random, node_ids: list[str], free_total: float, weights: list[float]
            ) -> tuple[NodeState, ...]:
     """Nodes sharing `free_total` tokens of free room in proportion to `weights`, up to 300,000 used."""
@@ -392,4 +420,5 @@ SHAPES: dict[str, Callable[[random.Random, int, int], Snapshot]] = {
     "long": _long,
     "fleet": _fleet,
     "clones": _clones,
+    "busy": _busy,
 }
