@@ -51,29 +51,34 @@ def plan_interrupts(
     if not any(s.state == "acting" for s in snapshot.sessions):
         return [], []
     kept = kept_value(snapshot, view)
+    holding: dict[str, list[SessionView]] = {node_id: [] for node_id in problem.node_ids}
+    for s in snapshot.sessions:
+        if s.node is not None:
+            holding[s.node].append(s)
     acting: dict[str, list[SessionView]] = {}
     kept_on_node: dict[str, Value] = {}  # per acting holder, its kept triple on its node
-    for node_id in problem.node_ids:
-        holders = [s for s in snapshot.holding(node_id) if s.state == "acting"]
-        kept_on_node.update((s.id, kept(s, node_id)) for s in holders)
-        acting[node_id] = sorted(holders, key=lambda s: (kept_on_node[s.id], s.id))
-    free, interrupts, released = _restore_capacity(snapshot, acting)
+    for node_id, holders in holding.items():
+        on_tools = [s for s in holders if s.state == "acting"]
+        kept_on_node.update((s.id, kept(s, node_id)) for s in on_tools)
+        acting[node_id] = sorted(on_tools, key=lambda s: (kept_on_node[s.id], s.id))
+    free, interrupts, released = _restore_capacity(snapshot, holding, acting)
     if len(placement) == len(waiting):
         return [], interrupts
     quantum = snapshot.params.quantum_tokens
     used = dict.fromkeys(problem.node_ids, 0)  # quanta taken by the plan's admissions
     for i, b in placement.items():
         used[problem.node_ids[b]] += problem.size[i]
-    best = [max((v for v in row if v is not None), default=None) for row in problem.values]
-    needy = [
-        (i, s) for i, s in enumerate(waiting)
-        if i not in placement and (s.has_request or (use_readiness and s.ready == 1)) and best[i] is not None
-    ]
-    needy.sort(key=lambda pair: (tuple(-x for x in best[pair[0]] or ()), pair[1].id))
+    needy = []  # (its best triple, index, session), for the sessions left out that need the GPU now
+    for i, s in enumerate(waiting):
+        if i not in placement and (s.has_request or (use_readiness and s.ready == 1)):
+            best = max((v for v in problem.values[i] if v is not None), default=None)
+            if best is not None:
+                needy.append((best, i, s))
+    needy.sort(key=lambda need: (tuple(-x for x in need[0]), need[2].id))
     pending = {node_id: _Releases.of([h for h in holders if h.id not in released], kept_on_node, snapshot)
                for node_id, holders in acting.items()}
     admitted: list[tuple[SessionView, str]] = []
-    for i, session in needy:
+    for _, i, session in needy:
         size = problem.size[i]
         options = []
         for order, node_id in enumerate(problem.node_ids):
@@ -134,8 +139,8 @@ def kept_value(snapshot: Snapshot, view: ValueView) -> ValueView:
     return kept
 
 
-def _restore_capacity(snapshot: Snapshot, acting: dict[str, list[SessionView]],
-                      ) -> tuple[dict[str, int], list[str], set[str]]:
+def _restore_capacity(snapshot: Snapshot, holding: dict[str, list[SessionView]],
+                      acting: dict[str, list[SessionView]]) -> tuple[dict[str, int], list[str], set[str]]:
     """Release the acting sessions of nodes whose running requests alone outgrew their capacity.
 
     Contexts grow after admission (each reply is added to the reservation), so a node's reservations can
@@ -145,12 +150,13 @@ def _restore_capacity(snapshot: Snapshot, acting: dict[str, list[SessionView]],
     (issue 7: Terminal-Bench, ~53k-token contexts). Once the reasoning sessions' reservations alone exceed
     capacity the engine must preempt, and an acting session's next request there would make it worse.
     Returns the exact free tokens per node afterwards (negative while over-reserved), the released
-    sessions in order, and their ids.
+    sessions in order, and their ids. `holding`: every node's holders; `acting`: its acting ones, in release
+    order.
     """
     free = {n.id: n.capacity_tokens - n.used_tokens for n in snapshot.nodes}
     interrupts: list[str] = []
     for node in snapshot.nodes:
-        running = sum(s.cost(snapshot.params) for s in snapshot.holding(node.id) if s.state == "reasoning")
+        running = sum(s.cost(snapshot.params) for s in holding[node.id] if s.state == "reasoning")
         if running > node.capacity_tokens:
             free[node.id] += sum(holder.cost(snapshot.params) for holder in acting[node.id])
             interrupts += [holder.id for holder in acting[node.id]]
