@@ -169,11 +169,13 @@ def versus_milp(checked: list[tuple[Snapshot, Plan]], milp: MilpCheck, policy: T
     for snapshot, plan in checked:
         try:
             with _native_stdout_silenced():
-                optimum = milp_lexicographic(policy.admission_problem(snapshot), milp.seconds, levels=milp.levels)
+                optimum = milp_lexicographic(policy.admission_problem(snapshot), milp.seconds,
+                                             levels=milp.levels)
         except RuntimeError:
             unsolved += 1
             continue
-        solved = plan.solved or plan.objective
+        solved = plan.solved
+        assert solved is not None  # a TaoPolicy plan always reports it
         k_star = optimum[0]
         shortfalls.append((k_star - solved[0]) / k_star if k_star else 0.0)
         lexicographic += tuple(solved[:milp.levels]) == optimum

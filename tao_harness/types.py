@@ -375,9 +375,9 @@ class Plan:
     fallback: bool = False  # True when the exact search hit its deadline or budget: best plan found
     bound: tuple[int, int, int, int] | None = None  # certified lexicographic upper bound on `objective`
     solved: tuple[int, int, int, int] | None = None  # (K, R, T, N) of the admissions the exact program chose
-    # over the waiting pool, without the overdue ones and those that interrupts made room for (both added
-    # after it): what a check of the program against another solver of that problem compares (None: a
-    # baseline's plan, or no program ran)
+    # over the waiting pool, without the overdue ones placed before it and those that interrupts made room
+    # for after it: what a check of the program against another solver of that problem compares (None: a
+    # baseline's plan)
 
     def __post_init__(self) -> None:
         _text(self.policy, "policy")

@@ -53,9 +53,9 @@ proportional to demand. The other shapes add, one at a time, what live clusters 
 
 - `busy`: an `all` draw as a live cluster under load shows it (a quarter to three quarters of its free room
   left), every replica's used tokens held by sessions: acting ones (a tool running, due back within a minute
-  or at an unknown time) and reasoning ones, each with its context cached where it runs. The TAO policy's interrupt rule then weighs releasing holders for the ready sessions
-  left out (the other shapes have no holders; a second independent generator's snapshots, all with them,
-  took ~6 ms a plan in that rule alone).
+  or at an unknown time) and reasoning ones, each with its context cached where it runs. The TAO policy's
+  interrupt rule then weighs releasing holders for the ready sessions left out (the other shapes have no
+  holders; a second independent generator's snapshots, all with them, took ~6 ms a plan in that rule alone).
 
 Every shape is a function (rng, sessions, nodes) -> Snapshot; `SHAPES` lists them by name.
 """
@@ -374,7 +374,8 @@ def _busy(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
     for node in snapshot.nodes:
         used = 0
         while node.used_tokens - used > params.reserve_tokens + params.quantum_tokens:
-            tokens = min(_tokens(rng, params.quantum_tokens, False), node.used_tokens - used - params.reserve_tokens)
+            left = node.used_tokens - used - params.reserve_tokens
+            tokens = min(_tokens(rng, params.quantum_tokens, False), left)
             acting = rng.random() < 0.7
             returns_at = NOW + rng.uniform(0, 60) if acting and rng.random() < 0.8 else None
             cached = CacheEntry(int(tokens * rng.uniform(0.6, 1.0)), NOW - rng.uniform(0, 20))
@@ -384,7 +385,8 @@ def _busy(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
                 returns_at=returns_at))
             used += tokens + params.reserve_tokens
         # a cluster under load: a quarter to three quarters of the `all` draw's free room left
-        node_states.append(replace(node, capacity_tokens=int(node.free_tokens * load) + used, used_tokens=used))
+        capacity = int(node.free_tokens * load) + used
+        node_states.append(replace(node, capacity_tokens=capacity, used_tokens=used))
     return replace(snapshot, nodes=tuple(node_states), sessions=snapshot.sessions + tuple(holders))
 
 

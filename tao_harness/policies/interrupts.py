@@ -88,7 +88,7 @@ def plan_interrupts(
             releases = pending[node_id]
             count = releases.shortest(free[node_id], (used[node_id] + size) * quantum)
             if count and releases.lost[count] < value:
-                options.append((releases.kept[count - 1], count, order, node_id))
+                options.append((kept_on_node[releases.holders[count - 1].id], count, order, node_id))
         if not options:
             continue
         _, count, _, node_id = min(options)
@@ -108,19 +108,17 @@ class _Releases:
     nodes summed the holders' triples again for every waiting session and node: ~6 ms a plan)."""
 
     holders: list[SessionView]
-    kept: list[Value]  # kept[j]: holder j's kept triple on the node
     freed: list[int]  # freed[j]: tokens the first j holders release (freed[0] = 0)
     lost: list[Value]  # lost[j]: the first j holders' kept triples, summed component-wise
 
     @classmethod
     def of(cls, holders: list[SessionView], kept_on_node: dict[str, Value], snapshot: Snapshot) -> _Releases:
-        kept = [kept_on_node[h.id] for h in holders]
         freed, lost = [0], [(0, 0, 0)]
-        for holder, (k, r, t) in zip(holders, kept):
-            total = lost[-1]
+        for holder in holders:
+            (k, r, t), total = kept_on_node[holder.id], lost[-1]
             freed.append(freed[-1] + holder.cost(snapshot.params))
             lost.append((total[0] + k, total[1] + r, total[2] + t))
-        return cls(holders, kept, freed, lost)
+        return cls(holders, freed, lost)
 
     def shortest(self, free: int, needed: int) -> int | None:
         """The fewest first holders whose release leaves at least `needed` tokens of room on the node, which

@@ -73,7 +73,8 @@ class TaoPolicy:
         interrupts = [*aged.interrupts, *interrupts]
         return make_plan(self.name, solution.solver, chosen, interrupts=interrupts,
                          solve_ms=(perf_counter() - start) * 1000, states=solution.states,
-                         fallback=solution.fallback, bound=_plan_bound(solution, solved, chosen), solved=solved)
+                         fallback=solution.fallback, bound=_plan_bound(solution, solved, chosen),
+                         solved=solved)
 
     def _assignment(
         self, snapshot: Snapshot, problem: Problem, session: SessionView, i: int, b: int

@@ -65,8 +65,10 @@ def test_the_milp_checks_the_exact_program_not_what_interrupts_added(tmp_path: P
     sessions = [
         {"id": "stale", "tokens": tokens(10), "state": "acting", "node": "r0", "cache": {"r0": stale}},
         {"id": "staler", "tokens": tokens(10), "state": "acting", "node": "r0", "cache": {"r0": stale}},
-        {"id": "back", "tokens": tokens(8), "ready": 1, "cache": {"r0": {"tokens": 4000, "observed_at": 998.0}}},
-        {"id": "fresh", "tokens": tokens(6), "ready": 1, "cache": {"r1": {"tokens": 3000, "observed_at": 999.0}}},
+        {"id": "back", "tokens": tokens(8), "ready": 1,
+         "cache": {"r0": {"tokens": 4000, "observed_at": 998.0}}},
+        {"id": "fresh", "tokens": tokens(6), "ready": 1,
+         "cache": {"r1": {"tokens": 3000, "observed_at": 999.0}}},
     ]
     (tmp_path / "recorded.json").write_text(json.dumps({"now": 1000.0, "nodes": nodes, "sessions": sessions}))
     done = _bench("--replay", str(tmp_path), "--shapes", "ours", "--sizes", "4x2", "--trials", "1",
