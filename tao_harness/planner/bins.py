@@ -50,14 +50,15 @@ class BranchResult:
 
 def solve_residual(
     problem: Problem, packer: Packer, incumbent: dict[int, int], cap: ReadyCap | None, node_limit: int,
-    deadline: Deadline | None = None, root_tries: int = _ROOT_TRIES,
+    deadline: Deadline | None = None, root_tries: int = _ROOT_TRIES, ceiling: int | None = None,
 ) -> BranchResult:
     """Search the residual `problem` (every session worth the same on every node it may use) from
     `incumbent`, the root bound's choice split `root_tries` ways (planner/split.py; a search again from a
     better incumbent has the same root and need not try again).
 
-    `cap` (R*, planner/ready_cap.py) tightens the root bound. Below the root the bound ignores R*: it
-    stays valid, only looser (a choice that splits is feasible, so it never exceeds R*)."""
+    `cap` (R*, planner/ready_cap.py) tightens the root bound, and so does `ceiling`, a bound on the packed
+    value known to the caller. Below the root the bound ignores them: it stays valid, only looser (a choice
+    that splits is feasible, so it never exceeds them)."""
     if packer.bits_without_k > INT64_BITS or (deadline is not None and deadline.passed()):
         return BranchResult(incumbent, False, 0)  # (the root's bound alone costs ~1 ms at 160 x 8)
     size, rooms = list(problem.size), list(problem.room)
@@ -77,6 +78,8 @@ def solve_residual(
     if cap is not None and root.value >> packer.shift_r > cap.count:
         plain = [0 if v is None else packer.pack((0, 0, v[2])) for v in firsts]
         limit = (cap.count << packer.shift_r) + nested_bound(items, coarse, plain, coarse_rooms).value
+    if ceiling is not None:
+        limit = min(limit, ceiling)
     value = total_value(problem, packer, incumbent)
     if value >= limit:
         return BranchResult(incumbent, True, 1)

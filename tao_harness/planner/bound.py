@@ -6,10 +6,12 @@ lexicographically, whatever its K. So every placement's (K, R, T, N) is ≤ the 
 below K̄ in K, or equal in K and below in the rest. The (R, T, N) part is the surrogate relaxation over
 all sessions: every node's room merged into one bin (each room first cut to the fullest fill any subset
 of sessions reaches), each session worth its best (r, t, 1), solved as one 1-D knapsack on the packed
-value; on large problems its LP relaxation (weaker, much cheaper) instead. When every plan reaching K̄
-holds a known placement (the general path's common pairs, planner/k_unique.py) or one of a few (the
-certificate's K-optimal options, or the K-optimal placements listed), `bound_holding` bounds the rest
-around it, or around each, instead.
+value; on large problems its LP relaxation (weaker, much cheaper) instead. The merged bin lets sessions
+that only one room can take (eligibility, or the only room they fit) spill into the others' room; when
+they overflow their room the confined bound (their room's knapsack, every other session whole) is taken
+where it is lower. When every plan reaching K̄ holds a known placement (the general path's common pairs,
+planner/k_unique.py) or one of a few (the certificate's K-optimal options, or the K-optimal placements
+listed), `bound_holding` bounds the rest around it, or around each, instead.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from bisect import bisect_left
 from operator import itemgetter
 
 from tao_harness.planner.certificate import INT64_BITS, fullest_fills, surrogate_knapsack
-from tao_harness.planner.problem import Packer, Problem, objective
+from tao_harness.planner.problem import Packer, Problem, Value, objective
 
 Objective = tuple[int, int, int, int]
 
@@ -27,7 +29,16 @@ _EXACT_WORK = 200_000  # sessions × merged room past which the LP bound replace
 
 
 def rest_bound(problem: Problem, packer: Packer) -> int:
-    """(R̄, T̄, N̄) packed (K field 0): ≥ the (R, T, N) of every feasible placement."""
+    """(R̄, T̄, N̄) packed (K field 0): ≥ the (R, T, N) of every feasible placement. The merged room's bound,
+    or with sessions pinned to one room the confined one, whichever is lower."""
+    merged = merged_bound(problem, packer)
+    confined = confined_bound(problem, packer)
+    return merged if confined is None else min(merged, confined)
+
+
+def merged_bound(problem: Problem, packer: Packer) -> int:
+    """(R̄, T̄, N̄) packed (K field 0) from every room merged into one (each first cut to the fullest fill
+    the sessions reach), each session worth its best (r, t, 1) among the rooms that hold it."""
     items, gain = [], [0] * problem.n
     m = problem.m
     by_room = sorted(range(m), key=lambda b: -problem.room[b])  # a size fits a prefix of these
@@ -42,6 +53,56 @@ def rest_bound(problem: Problem, packer: Packer) -> int:
             gain[i] = packer.pack((0, best[1], best[2]))
     size = list(problem.size)
     capacity = sum(fullest_fills(items, size, list(problem.room)))
+    return _knapsack_bound(items, size, gain, capacity, packer)
+
+
+def confined_bound(problem: Problem, packer: Packer) -> int | None:
+    """(R̄, T̄, N̄) packed (K field 0) from the sessions only one room can take (the one they fit among the
+    nodes they may use: pinned tenants, failed replicas): those of each room packed into it by a 1-D
+    knapsack, every other session counted whole. None unless the pinned sessions of some room overflow it
+    (else this bound is no tighter than the merged one). The merged room lets the sessions pinned to a full
+    room spill into the others' room; on eligibility snapshots whose pinned sessions crowd one replica this
+    is the tighter bound, often the optimum itself (independent `tenants-3`: R̄ 47 -> 44, the plan's)."""
+    room, size, values = problem.room, problem.size, problem.values
+    if problem.m < 2:
+        return None  # one room: the merged bound's
+    by_room = sorted(range(problem.m), key=lambda b: -room[b])
+    second = room[by_room[1]]  # without eligibility subsets only a session past the second room is pinned
+    candidates = range(problem.n) if problem.restricted else [i for i, s in enumerate(size) if s > second]
+    pinned: list[list[int]] = [[] for _ in room]
+    for i in candidates:
+        only = _only_room(values[i], size[i], room, by_room)
+        if only is not None:
+            pinned[only].append(i)
+    if all(sum(size[i] for i in items) <= room[b] for b, items in enumerate(pinned)):
+        return None
+    gain, free, alone = [0] * problem.n, 0, {i for items in pinned for i in items}
+    for i, (row, size_i) in enumerate(zip(problem.values, size)):
+        best = max((v for v, r in zip(row, room) if v is not None and size_i <= r), key=_RT, default=None)
+        if best is not None:
+            gain[i] = packer.pack((0, best[1], best[2]))
+            free += 0 if i in alone else gain[i]
+    return free + sum(_knapsack_bound(items, list(size), gain, room[b], packer)
+                      for b, items in enumerate(pinned) if items)
+
+
+def _only_room(row: tuple[Value | None, ...], size: int, room: tuple[int, ...], by_room: list[int]
+               ) -> int | None:
+    """The one node whose room holds a session of `size` among those `row` lets it use; None when it may
+    use none or several (`by_room`: the nodes, largest room first)."""
+    found = None
+    for b in by_room:
+        if room[b] < size:
+            break
+        if row[b] is not None:
+            if found is not None:
+                return None
+            found = b
+    return found
+
+
+def _knapsack_bound(items: list[int], size: list[int], gain: list[int], capacity: int, packer: Packer) -> int:
+    """The most `gain` of `items` within `capacity`: exact, or past int64 or `_EXACT_WORK` its LP bound."""
     chosen = None
     if packer.bits_without_k <= INT64_BITS and len(items) * capacity <= _EXACT_WORK:
         chosen = surrogate_knapsack(items, size, gain, capacity)

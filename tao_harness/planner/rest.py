@@ -7,8 +7,9 @@ When it does not, the residual (the other sessions, worth (0, r, t) wherever the
 left) is searched: without eligibility subsets R*, the most ready sessions any plan admits, is settled by
 packing the smallest ready sessions (planner/ready_cap.py) and seeds the incumbent; with them the
 incumbent is repaired room by room first (planner/improve.py). A bin-completion branch and bound under
-the nested bound (planner/bins.py) settles most residuals within a small node limit: a short search
-first, then, from its best placement repaired, the rest of the limit. A small residual with eligibility
+the nested bound (planner/bins.py; at its root also the confined bound of the sessions only one room can
+take, planner/bound.py) settles most residuals within a small node limit: a short search first, then,
+from its best placement repaired, the rest of the limit. A small residual with eligibility
 subsets that the short search leaves open goes to the K level's machinery in between, its values packed
 into one credit (planner/packed_level.py). What they leave goes to the capacity-state DP (planner/dp.py).
 """
@@ -19,6 +20,7 @@ from dataclasses import replace
 from functools import cache
 
 from tao_harness.planner.bins import NODE_TRIES, solve_residual
+from tao_harness.planner.bound import confined_bound
 from tao_harness.planner.certificate import Certificate, certified_placement, residual_problem
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.dp import BudgetExceeded, exact_dp
@@ -89,8 +91,10 @@ def _solve_residual(
         seeded = _fill_around(sub, sub_packer, cap.placement)
         if total_value(sub, sub_packer, seeded) > total_value(sub, sub_packer, sub_incumbent):
             sub_incumbent = seeded
+    # the searches' bound merges the rooms: sessions pinned to a full one spill over (planner/bound.py)
+    ceiling = confined_bound(sub, sub_packer)
     # a short search settles most residuals; the rest get the repaired incumbent (it prunes more)
-    searched = solve_residual(sub, sub_packer, sub_incumbent, cap, _QUICK_NODES, deadline)
+    searched = solve_residual(sub, sub_packer, sub_incumbent, cap, _QUICK_NODES, deadline, ceiling=ceiling)
     nodes = searched.nodes
     if (not searched.proven and sub.restricted and sub.n * sub.m <= _LEVEL_PAIRS
             and (deadline is None or deadline.left() >= _LEVEL_MIN_S)):
@@ -104,7 +108,7 @@ def _solve_residual(
     if not searched.proven:
         sub_incumbent = improver().improve(searched.placement, deadline=deadline)
         searched = solve_residual(sub, sub_packer, sub_incumbent, cap, _BRANCH_NODES - nodes, deadline,
-                                  root_tries=NODE_TRIES)  # the same root as the first search's
+                                  root_tries=NODE_TRIES, ceiling=ceiling)  # the same root as the first's
         nodes += searched.nodes
     if searched.proven:
         return Solution(placement=_lift(certificate, back, searched.placement), solver="dp", states=nodes)

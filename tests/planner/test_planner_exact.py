@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 import random
 
 import numpy as np
@@ -10,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tao_harness.planner.bound import bound_holding, lexicographic_bound
+from tao_harness.planner.bound import (bound_holding, confined_bound, lexicographic_bound, merged_bound,
+                                      rest_bound)
 from tao_harness.planner.certificate import certified_placement
 from tao_harness.planner.credit import best_credit_subsets, k_optimal_options
 from tao_harness.planner.deadline import Deadline
@@ -289,6 +291,30 @@ def test_the_bound_around_each_k_optimal_option_holds_every_plan_holding_it() ->
             tighter += around < whole
         assert max(bound_holding(problem, option, k_star) for option in options) >= brute_force(problem)
     assert tighter >= 10  # (15 of these draws)
+
+
+def test_the_confined_bound_holds_every_placement_and_tightens_the_merged_one() -> None:
+    """With sessions only one room can take, overflowing it: their knapsack there plus every other session
+    whole bounds the (R, T, N) of every feasible placement (brute force over the problem with its credit
+    zeroed, so (R, T, N) comes first); the whole (R, T, N) bound is never above it, and on some draws it
+    is below the merged room's alone (a ready session pinned to a full room)."""
+    rng = random.Random(5)
+    checked = below_merged = 0
+    for _ in range(400):
+        drawn = random_problem(rng)
+        problem = replace(drawn, values=tuple(tuple(None if v is None else (0, v[1], v[2]) for v in row)
+                                              for row in drawn.values))
+        packer = Packer.for_problem(problem)
+        confined = confined_bound(problem, packer)
+        if confined is None:
+            continue
+        checked += 1
+        best = brute_force(problem)
+        assert packer.unpack(confined)[1:] >= best[1:], problem
+        assert rest_bound(problem, packer) <= confined
+        below_merged += confined < merged_bound(problem, packer)
+    assert checked >= 40
+    assert below_merged >= 5
 
 
 def test_an_unproven_plan_is_re_packed_over_every_session() -> None:
