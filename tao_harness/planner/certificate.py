@@ -33,7 +33,7 @@ from numba import njit
 from tao_harness.planner.credit import k_optimal_options
 from tao_harness.planner.knapsack import dembo_hammer
 from tao_harness.planner.problem import Packer, Problem, sizes_gcd
-from tao_harness.planner.split import FILL_BITS, best_fit, fullest_total, split as split_into
+from tao_harness.planner.split import FILL_BITS, best_fit, fullest_total, split as split_into, with_item
 
 INT64_BITS = 62  # packed values must stay below 2^62 so sums of two never overflow int64
 _DP_CELLS = 8_000_000  # the surrogate's DP (items left by the reduction × room) at most: ~8 ms, 8 MB (at
@@ -72,6 +72,10 @@ def _knapsack_picks(size: np.ndarray, gain: np.ndarray, capacity: int, cells: in
     room = capacity
     for j in fixed:
         room -= size[j]
+    if len(free) == 0:
+        return np.sort(fixed)[::-1]
+    room = min(room, size[free].sum())  # past what the free items take together every capacity is alike
+    # (a room of billions of quanta beside a few sessions: the DP's arrays are as long as the room)
     if len(free) * (room + 1) > cells:
         return np.full(1, -1, dtype=np.int64)
     picks = _dp_picks(size[free], gain[free], room)
@@ -126,7 +130,7 @@ def fullest_fills(items: list[int], size: list[int], rooms: list[int]) -> list[i
     mask = (1 << (top // grain + 1)) - 1
     reach = 1
     for i in items:
-        reach = (reach | (reach << size[i] // grain)) & mask
+        reach = with_item(reach, size[i] // grain, mask)
     return [total if room >= total else grain * fullest_total(reach, room // grain) for room in rooms]
 
 

@@ -19,8 +19,11 @@ import numpy as np
 
 from tao_harness.planner.deadline import Deadline
 from tao_harness.planner.problem import Packer, Problem
+from tao_harness.planner.split import with_item
 
 _INT64_SAFE = 1 << 62
+_FILL_TABLE = 1 << 17  # quanta of room at most for the suffix fills' tables, a list of this many ints per
+# session (~5 MB): 16-token quanta on 2M-token replicas
 
 Link = Optional[tuple[int, int, "Link"]]  # (session, node, previous link): the placements so far
 
@@ -177,13 +180,21 @@ def _suffix_fills(problem: Problem, order: list[int]) -> list:
 
     Room no later session combination can use is dead; leaving it out tightens the bound for free.
     Each fills[j] is a list's `__getitem__` (the DP calls it once per room per state), built from the
-    subset-sum bitset with numpy: the last reachable total at or below each room."""
+    subset-sum bitset with numpy: the last reachable total at or below each room. Rooms past
+    `_FILL_TABLE` quanta (1-token quanta on large replicas: a table per session of billions of entries)
+    are cut to what the sessions after j take together instead, a looser cap."""
     top = max(problem.room, default=0)
+    if top > _FILL_TABLE:
+        after = [0]
+        for i in reversed(order):
+            after.append(after[-1] + problem.size[i])
+        return [lambda room, total=total: min(room, total) for total in reversed(after)]
     totals = np.arange(top + 1)
+    mask = (1 << (top + 1)) - 1
     reach = 1
     fills = [[0] * (top + 1)]
     for j in range(len(order) - 1, -1, -1):
-        reach = (reach | (reach << problem.size[order[j]])) & ((1 << (top + 1)) - 1)
+        reach = with_item(reach, problem.size[order[j]], mask)
         bits = np.unpackbits(np.frombuffer(reach.to_bytes((top + 8) // 8, "little"), dtype=np.uint8),
                              bitorder="little")[: top + 1]
         fills.append(np.maximum.accumulate(np.where(bits == 1, totals, 0)).tolist())

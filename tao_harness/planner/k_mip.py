@@ -99,7 +99,7 @@ class Alike:
         table[:, m] = arrays.size
         order = np.lexsort(table.T)  # alike sessions side by side (np.unique over rows took 4 times as long)
         ordered = table[order]
-        starts = np.concatenate(([True], (ordered[1:] != ordered[:-1]).any(axis=1)))
+        starts = np.concatenate((np.ones(min(n, 1), dtype=np.bool_), (ordered[1:] != ordered[:-1]).any(axis=1)))
         session_class = np.empty(n, dtype=np.int64)
         session_class[order] = np.cumsum(starts) - 1
         first = order[starts]

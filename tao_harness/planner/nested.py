@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from tao_harness.planner.split import fullest_total
+from tao_harness.planner.split import fullest_total, with_item
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +140,7 @@ def _run(
     for i in order:
         w = size[i]
         if w:
-            reach = (reach | (reach << w)) & everything
+            reach = with_item(reach, w, everything)
             if open_rooms:
                 for b in open_rooms:
                     fill[b] = (reach & masks[b]).bit_length() - 1

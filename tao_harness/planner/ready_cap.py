@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tao_harness.planner.problem import sizes_gcd
-from tao_harness.planner.split import FILL_BITS, fullest_total
+from tao_harness.planner.split import FILL_BITS, fullest_total, with_item
 
 _NODE_LIMIT = 200  # search nodes for all the counts together: with the fills' pruning 71 of 76 residuals (the
 # independent ties and skewed snapshots and ours, 160 x 8) settle within 100, one more within 300, one more
@@ -100,7 +100,7 @@ class SmallestFills:
             mask = (1 << (width + 1)) - 1
             reach = [1]
             for w in sizes:
-                reach.append((reach[-1] | (reach[-1] << w // self.grain)) & mask)
+                reach.append(with_item(reach[-1], w // self.grain, mask))
             self.reach = reach
 
     def may_hold(self, k: int, rooms: list[int], total: int) -> bool:

@@ -101,6 +101,15 @@ def fill_rooms(items: list[int], size: Sequence[int], rooms: list[int], order: I
     return placement, left
 
 
+def with_item(reach: int, size: int, mask: int) -> int:
+    """The subset-sum bitset `reach` (bits within `mask`) with one more item of `size` (in the bitset's
+    grain): an item past the mask adds no total, and shifting by its size first would build an int as wide
+    as it (sizes of billions of quanta beside small rooms: seconds and gigabytes per shift)."""
+    if size >= mask.bit_length():
+        return reach
+    return (reach | (reach << size)) & mask
+
+
 def fullest_total(reach: int, room: int) -> int:
     """The largest total ≤ `room` in the subset-sum bitset `reach` (bit t set: some subset totals t)."""
     return (reach & ((1 << (room + 1)) - 1)).bit_length() - 1
@@ -125,7 +134,7 @@ def fullest_subset(items: list[int], size: Sequence[int], room: int) -> list[int
     reach, layers = 1, []
     for i in items:
         layers.append(reach)
-        reach = (reach | (reach << size[i] // grain)) & mask
+        reach = with_item(reach, size[i] // grain, mask)
     c = reach.bit_length() - 1  # the fullest fill, in grains
     taken = []
     for i, before in zip(reversed(items), reversed(layers)):  # an item is taken only when needed for c

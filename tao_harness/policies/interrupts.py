@@ -64,6 +64,7 @@ def plan_interrupts(
     free, interrupts, released = _restore_capacity(snapshot, holding, acting)
     if len(placement) == len(waiting):
         return [], interrupts
+    capacity = {node.id: node.capacity_tokens for node in snapshot.nodes}
     quantum = snapshot.params.quantum_tokens
     used = dict.fromkeys(problem.node_ids, 0)  # quanta taken by the plan's admissions
     for i, b in placement.items():
@@ -86,7 +87,7 @@ def plan_interrupts(
             if value is None:  # not eligible
                 continue
             releases = pending[node_id]
-            count = releases.shortest(free[node_id], (used[node_id] + size) * quantum)
+            count = releases.shortest(free[node_id], (used[node_id] + size) * quantum, capacity[node_id])
             if count and releases.lost[count] < value:
                 options.append((kept_on_node[releases.holders[count - 1].id], count, order, node_id))
         if not options:
@@ -94,7 +95,7 @@ def plan_interrupts(
         _, count, _, node_id = min(options)
         releases = pending[node_id]
         interrupts += [holder.id for holder in releases.holders[:count]]
-        free[node_id] += releases.freed[count]
+        free[node_id] = min(capacity[node_id], free[node_id] + releases.freed[count])
         used[node_id] += size
         pending[node_id] = _Releases.of(releases.holders[count:], kept_on_node, snapshot)
         admitted.append((session, node_id))
@@ -120,12 +121,15 @@ class _Releases:
             lost.append((total[0] + k, total[1] + r, total[2] + t))
         return cls(holders, freed, lost)
 
-    def shortest(self, free: int, needed: int) -> int | None:
+    def shortest(self, free: int, needed: int, capacity: int) -> int | None:
         """The fewest first holders whose release leaves at least `needed` tokens of room on the node, which
         has `free` (negative while over-reserved: no room): 0 when it has them already, None when
-        releasing them all does not."""
+        releasing them all does not. Never more room than the node's `capacity`: a snapshot whose used
+        tokens leave out some holders' reservations frees at most what it reports used."""
         if max(0, free) >= needed:
             return 0
+        if needed > capacity:
+            return None
         count = bisect_left(self.freed, needed - free)
         return count if count < len(self.freed) else None
 
@@ -156,7 +160,8 @@ def _restore_capacity(snapshot: Snapshot, holding: dict[str, list[SessionView]],
     for node in snapshot.nodes:
         running = sum(s.cost(snapshot.params) for s in holding[node.id] if s.state == "reasoning")
         if running > node.capacity_tokens:
-            free[node.id] += sum(holder.cost(snapshot.params) for holder in acting[node.id])
+            freed = sum(holder.cost(snapshot.params) for holder in acting[node.id])
+            free[node.id] = min(node.capacity_tokens, free[node.id] + freed)
             interrupts += [holder.id for holder in acting[node.id]]
     return free, interrupts, set(interrupts)
 

@@ -1,0 +1,55 @@
+"""Snapshots a fuzzer found the planner failing on (session 27: 42,503 wild but valid snapshots, up to 400
+sessions x 16 nodes, quanta of 1-4096 tokens, capacities and contexts up to the 2^40 tokens a snapshot
+allows), each shrunk to a few sessions, in tests/planner/fuzzed/:
+- `alike-of-no-sessions`: the K level's classes of alike sessions over a sub-problem with none left
+  (IndexError);
+- `knapsack-no-free-item-huge-room`: a room of 68 billion quanta whose knapsack fixed every item, and then
+  allocated an array as long as the room (MemoryError; 23 GB and a minute on the 260 x 16 original);
+- `dp-fills-huge-room`: the DP's suffix fills, a table as long as a room of 6.7 billion quanta (50 GiB);
+- `subset-sum-huge-session-small-rooms`: a session of 2^32 quanta beside rooms of 11: every subset-sum
+  bitset was shifted by its size before the mask, a 4-billion-bit int per shift (16 s a plan; 205 s on a
+  117 x 9 one);
+- `interrupt-used-below-holders`: a node reporting fewer used tokens than its holders reserve; releasing
+  one counted its whole reservation as freed, and a session larger than the node was admitted.
+Each is planned without an error, every node keeps its admissions within its room, and the bound holds.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tao_harness.config import PlannerConfig
+from tao_harness.planner.split import with_item
+from tao_harness.policies.tao import TaoPolicy
+from tao_harness.types import Snapshot
+
+FOLDER = Path(__file__).with_name("fuzzed")
+NAMES = sorted(path.stem for path in FOLDER.glob("*.json"))
+
+
+def test_the_folder_holds_the_five_cases() -> None:
+    assert len(NAMES) == 5
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_fuzzed_snapshot_is_planned_within_every_room(name: str) -> None:
+    snapshot = Snapshot.from_json(json.loads((FOLDER / f"{name}.json").read_text()))
+    plan = TaoPolicy(PlannerConfig(deadline_clock="cpu")).plan(snapshot)
+    sessions = {s.id: s for s in snapshot.sessions}
+    for node in snapshot.nodes:
+        released = sum(sessions[i].cost(snapshot.params) for i in plan.interrupts if sessions[i].node == node.id)
+        admitted = sum(sessions[a.session].cost(snapshot.params) for a in plan.assignments if a.node == node.id)
+        # a release frees at most what the node reports used
+        assert admitted <= max(0, node.capacity_tokens - max(0, node.used_tokens - released)), (name, node.id)
+    assert plan.bound is not None and plan.bound >= plan.objective
+
+
+def test_an_item_past_the_bitset_adds_nothing_without_being_shifted() -> None:
+    mask = (1 << 12) - 1
+    assert with_item(0b101, 2, mask) == 0b10101
+    assert with_item(0b101, 12, mask) == 0b101
+    # shifted first, this would build a 2^40-bit int (~137 GB)
+    assert with_item(0b101, 1 << 40, mask) == 0b101
