@@ -99,7 +99,8 @@ class Alike:
         table[:, m] = arrays.size
         order = np.lexsort(table.T)  # alike sessions side by side (np.unique over rows took 4 times as long)
         ordered = table[order]
-        starts = np.concatenate((np.ones(min(n, 1), dtype=np.bool_), (ordered[1:] != ordered[:-1]).any(axis=1)))
+        first_row = np.ones(min(n, 1), dtype=np.bool_)  # none without sessions
+        starts = np.concatenate((first_row, (ordered[1:] != ordered[:-1]).any(axis=1)))
         session_class = np.empty(n, dtype=np.int64)
         session_class[order] = np.cumsum(starts) - 1
         first = order[starts]

@@ -39,9 +39,10 @@ def test_a_fuzzed_snapshot_is_planned_within_every_room(name: str) -> None:
     snapshot = Snapshot.from_json(json.loads((FOLDER / f"{name}.json").read_text()))
     plan = TaoPolicy(PlannerConfig(deadline_clock="cpu")).plan(snapshot)
     sessions = {s.id: s for s in snapshot.sessions}
+    cost = {s.id: s.cost(snapshot.params) for s in snapshot.sessions}
     for node in snapshot.nodes:
-        released = sum(sessions[i].cost(snapshot.params) for i in plan.interrupts if sessions[i].node == node.id)
-        admitted = sum(sessions[a.session].cost(snapshot.params) for a in plan.assignments if a.node == node.id)
+        released = sum(cost[i] for i in plan.interrupts if sessions[i].node == node.id)
+        admitted = sum(cost[a.session] for a in plan.assignments if a.node == node.id)
         # a release frees at most what the node reports used
         assert admitted <= max(0, node.capacity_tokens - max(0, node.used_tokens - released)), (name, node.id)
     assert plan.bound is not None and plan.bound >= plan.objective
