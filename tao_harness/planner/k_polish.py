@@ -205,7 +205,8 @@ def _repack(b, size, room, node_start, pair_session, pair_credit, rank_start, ra
     for k in range(count):
         sizes[k] = size[pair_session[pool[k]]]
         profits[k] = pair_credit[pool[k]]
-    best, take = knapsack_kernel(sizes, profits, room[b])
+    _, take = knapsack_kernel(sizes, profits, room[b])
+    best = profits[take].sum()  # the packing's own (past the kernel's DP limits its value is only a bound)
     if best <= held + 0.5:  # credits are integers: no gain
         return 0.0
     left[b] = room[b]

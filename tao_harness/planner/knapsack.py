@@ -22,6 +22,10 @@ _RELATIVE_EPS = 2.0 ** -40  # ... plus this share of their magnitude: a float su
 _SEARCH_CELLS = 20_000  # free items × room past which a branch and bound is tried before the DP (rooms of
 # thousands of quanta: fine quanta or large replicas, where each DP pass costs milliseconds)
 _SEARCH_NODES = 20_000  # its nodes at most (~6 ns each, ~0.13 ms in all); past them the DP ...
+_DP_CELLS = 50_000_000  # free items × room past which the DP is not run (a table of as many bytes) ...
+_DP_ROOM = 4_000_000  # ... or a room past this (a row of 8 bytes per quantum): when its search gave up,
+# the knapsack is bounded by its LP relaxation and its items taken greedily (rooms of billions of quanta:
+# 1-token quanta on a replica of 2^40 tokens, where the DP's tables alone ran out of memory)
 _CELLS_PER_NODE = 16  # ... and at most one per this many of the DP's cells, so a search that runs out costs
 # a fraction of the DP it leaves to. The Lagrangian's late steps price many items alike (profit per size near
 # the break item's), where the search rarely ends: knapsacks recorded from two `long` 160 x 8 K levels took
@@ -38,7 +42,8 @@ def float_slack(magnitude: float) -> float:
 
 def knapsack(items: list[int], size: tuple[int, ...], profit: dict[int, float], room: int
              ) -> tuple[float, list[int]]:
-    """The most profit of a subset of `items` (positive profits only) within `room`, and that subset."""
+    """The most profit of a subset of `items` (positive profits only) within `room`, and that subset (past
+    the kernel's DP limits: a bound on it, and a subset below it)."""
     if not items:
         return 0.0, []
     value, take = knapsack_kernel(np.array([size[i] for i in items], dtype=np.int64),
@@ -136,7 +141,9 @@ def search_above(w: np.ndarray, p: np.ndarray, run_end: np.ndarray, room: int, l
 @njit(cache=True)
 def knapsack_kernel(size: np.ndarray, profit: np.ndarray, room: int) -> tuple[float, np.ndarray]:
     """The exact knapsack of items j (`size[j]` int64, `profit[j]` float64) within `room`: its value and
-    which items it takes (items of profit ≤ 0 never).
+    which items it takes (items of profit ≤ 0 never). Past `_DP_CELLS` or `_DP_ROOM`, where its search
+    gave up, an upper bound (its LP's) and a feasible choice instead: every caller reads the value as a
+    bound and the choice as a packing.
 
     Dembo-Hammer reduction first: with the greedy (ratio order) value as a lower bound and the break
     item's ratio r*, an item whose fractional bound when left out, U − p + r*·w, falls below it is in
@@ -200,6 +207,8 @@ def knapsack_kernel(size: np.ndarray, profit: np.ndarray, room: int) -> tuple[fl
         if nodes_left >= 0:  # its sum again, not the search's running one (which added and took back)
             take[ordered[chosen]] = True
             return value + p[chosen].sum(), take
+        if cells > _DP_CELLS or cap > _DP_ROOM:  # the DP's tables would not fit in memory
+            return value + _greedy_below_lp(ordered, w, p, cap, take), take
     free = free[np.argsort(size[free], kind="mergesort")]
     best = np.zeros(cap + 1)
     took = np.zeros((free_count, cap + 1), dtype=np.bool_)
@@ -232,6 +241,22 @@ def knapsack_kernel(size: np.ndarray, profit: np.ndarray, room: int) -> tuple[fl
             take[free[t]] = True
             c -= size[free[t]]
     return value + best[reach], take
+
+
+@njit(cache=True)
+def _greedy_below_lp(ordered: np.ndarray, w: np.ndarray, p: np.ndarray, room: int, take: np.ndarray) -> float:
+    """The LP bound of the items `ordered` (best profit per size first; sizes `w`, profits `p` in that
+    order) within `room`, and, marked in `take`, those a greedy fill in that order takes (feasible)."""
+    bound, lp_left, left = 0.0, room, room
+    for t in range(ordered.shape[0]):
+        if lp_left > 0:
+            part = min(1.0, lp_left / w[t]) if w[t] > 0 else 1.0
+            bound += p[t] * part
+            lp_left -= min(lp_left, w[t])
+        if w[t] <= left:
+            take[ordered[t]] = True
+            left -= w[t]
+    return bound
 
 
 @njit(cache=True)

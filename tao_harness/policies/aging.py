@@ -102,7 +102,9 @@ def admit_overdue(snapshot: Snapshot, kept: ValueView) -> Aged:
                 if _protected(snapshot, holder, wait):
                     continue
                 chosen.append(holder)
-                room += holder.cost(params)
+                # a release frees at most what the node reports used (its used tokens may leave out some
+                # holders' reservations)
+                room = min(capacity[node_id], room + holder.cost(params))
             credit = session.credit_on(node_id, snapshot.now, params)
             options.append((room < cost, sum(h.cost(params) for h in chosen), -credit, order, node_id, chosen))
         if not options:
@@ -110,7 +112,7 @@ def admit_overdue(snapshot: Snapshot, kept: ValueView) -> Aged:
         short, _, _, _, node_id, chosen = min(options, key=lambda o: o[:4])
         for holder in chosen:
             acting[node_id].remove(holder)
-            free[node_id] += holder.cost(params)
+            free[node_id] = min(capacity[node_id], free[node_id] + holder.cost(params))
         released += chosen
         if short:  # even releasing every acting holder leaves it outside: hold the node for it
             reserved.add(node_id)

@@ -10,8 +10,13 @@ allows), each shrunk to a few sessions, in tests/planner/fuzzed/:
   bitset was shifted by its size before the mask, a 4-billion-bit int per shift (16 s a plan; 205 s on a
   117 x 9 one);
 - `interrupt-used-below-holders`: a node reporting fewer used tokens than its holders reserve; releasing
-  one counted its whole reservation as freed, and a session larger than the node was admitted.
+  one counted its whole reservation as freed, and a session larger than the node was admitted (the
+  overdue rule, policies/aging.py, did the same: tests/planner/test_wild_snapshots.py found it);
+- `knapsack-kernel-huge-room`: one node of 2^40 tokens, so the K level's knapsack, its search given up,
+  ran its DP over 69 billion quanta (MemoryError; the second fuzzing round, after the fixes above).
 Each is planned without an error, every node keeps its admissions within its room, and the bound holds.
+Listing the ways to fill a room (planner/bins.py) also once took 10-54 s a plan on such snapshots, on a
+path only a busy machine's wall-clock deadline took; its step budget is tested on its own below.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from tao_harness.config import PlannerConfig
+from tao_harness.planner.bins import maximal_contents
 from tao_harness.planner.split import with_item
 from tao_harness.policies.tao import TaoPolicy
 from tao_harness.types import Snapshot
@@ -30,8 +36,8 @@ FOLDER = Path(__file__).with_name("fuzzed")
 NAMES = sorted(path.stem for path in FOLDER.glob("*.json"))
 
 
-def test_the_folder_holds_the_five_cases() -> None:
-    assert len(NAMES) == 5
+def test_the_folder_holds_the_six_cases() -> None:
+    assert len(NAMES) == 6
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -54,3 +60,14 @@ def test_an_item_past_the_bitset_adds_nothing_without_being_shifted() -> None:
     assert with_item(0b101, 12, mask) == 0b101
     # shifted first, this would build a 2^40-bit int (~137 GB)
     assert with_item(0b101, 1 << 40, mask) == 0b101
+
+
+def test_listing_the_ways_to_fill_a_room_gives_up_past_its_step_budget() -> None:
+    """A room that one large session fills alone or forty small ones of different sizes together: two
+    maximal fillings, but 2^40 subsets of the small ones that are not (each tried before being dropped)."""
+    size = [10_000, *range(1, 41)]
+    fits = sorted(range(len(size)), key=lambda i: -size[i])
+    assert maximal_contents(fits, size, {i: i for i in fits}, 10_000, 200) is None
+    few = [10_000, *range(1, 9)]
+    fits = sorted(range(len(few)), key=lambda i: -few[i])
+    assert maximal_contents(fits, few, {i: i for i in fits}, 10_000, 200) == [[0], [8, 7, 6, 5, 4, 3, 2, 1]]
