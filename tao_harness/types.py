@@ -310,6 +310,17 @@ class Snapshot:
         """Sessions holding a node (acting or reasoning), optionally only those on `node_id`."""
         return tuple(s for s in self.sessions if s.node is not None and node_id in (None, s.node))
 
+    def releasable_tokens(self) -> dict[str, int]:
+        """Per node, the used tokens its acting holders could free at most: its used tokens less its reasoning
+        holders' reservations. Releasing a holder frees its reservation only up to this: a node may report
+        fewer used tokens than its holders reserve, and room freed past what it reports would admit past
+        its capacity."""
+        left = {n.id: n.used_tokens for n in self.nodes}
+        for s in self.sessions:
+            if s.state == "reasoning" and s.node in left:
+                left[s.node] -= s.cost(self.params)
+        return {node_id: max(0, tokens) for node_id, tokens in left.items()}
+
     def node(self, node_id: str) -> NodeState:  # KeyError if there is none
         return {n.id: n for n in self.nodes}[node_id]
 

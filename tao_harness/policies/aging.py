@@ -80,6 +80,7 @@ def admit_overdue(snapshot: Snapshot, kept: ValueView) -> Aged:
     params = snapshot.params
     free = {n.id: n.capacity_tokens - n.used_tokens for n in snapshot.nodes}
     capacity = {n.id: n.capacity_tokens for n in snapshot.nodes}
+    releasable = snapshot.releasable_tokens()
     acting = {
         node_id: sorted((s for s in snapshot.holding(node_id) if s.state == "acting"),
                         key=lambda s, node_id=node_id: (kept(s, node_id), s.id))
@@ -95,16 +96,15 @@ def admit_overdue(snapshot: Snapshot, kept: ValueView) -> Aged:
         for order, node_id in enumerate(free):
             if not session.may_use(node_id) or node_id in reserved or cost > capacity[node_id]:
                 continue
-            chosen, room = [], free[node_id]
+            chosen, room, left = [], free[node_id], releasable[node_id]
             for holder in acting[node_id]:
                 if room >= cost:
                     break
                 if _protected(snapshot, holder, wait):
                     continue
                 chosen.append(holder)
-                # a release frees at most what the node reports used (its used tokens may leave out some
-                # holders' reservations)
-                room = min(capacity[node_id], room + holder.cost(params))
+                freed = min(holder.cost(params), left)  # at most what the node reports used
+                room, left = room + freed, left - freed
             credit = session.credit_on(node_id, snapshot.now, params)
             options.append((room < cost, sum(h.cost(params) for h in chosen), -credit, order, node_id, chosen))
         if not options:
@@ -112,7 +112,9 @@ def admit_overdue(snapshot: Snapshot, kept: ValueView) -> Aged:
         short, _, _, _, node_id, chosen = min(options, key=lambda o: o[:4])
         for holder in chosen:
             acting[node_id].remove(holder)
-            free[node_id] = min(capacity[node_id], free[node_id] + holder.cost(params))
+            freed = min(holder.cost(params), releasable[node_id])
+            free[node_id] += freed
+            releasable[node_id] -= freed
         released += chosen
         if short:  # even releasing every acting holder leaves it outside: hold the node for it
             reserved.add(node_id)

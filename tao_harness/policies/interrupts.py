@@ -61,10 +61,9 @@ def plan_interrupts(
         on_tools = [s for s in holders if s.state == "acting"]
         kept_on_node.update((s.id, kept(s, node_id)) for s in on_tools)
         acting[node_id] = sorted(on_tools, key=lambda s: (kept_on_node[s.id], s.id))
-    free, interrupts, released = _restore_capacity(snapshot, holding, acting)
+    free, releasable, interrupts, released = _restore_capacity(snapshot, holding, acting)
     if len(placement) == len(waiting):
         return [], interrupts
-    capacity = {node.id: node.capacity_tokens for node in snapshot.nodes}
     quantum = snapshot.params.quantum_tokens
     used = dict.fromkeys(problem.node_ids, 0)  # quanta taken by the plan's admissions
     for i, b in placement.items():
@@ -87,7 +86,7 @@ def plan_interrupts(
             if value is None:  # not eligible
                 continue
             releases = pending[node_id]
-            count = releases.shortest(free[node_id], (used[node_id] + size) * quantum, capacity[node_id])
+            count = releases.shortest(free[node_id], (used[node_id] + size) * quantum, releasable[node_id])
             if count and releases.lost[count] < value:
                 options.append((kept_on_node[releases.holders[count - 1].id], count, order, node_id))
         if not options:
@@ -95,7 +94,9 @@ def plan_interrupts(
         _, count, _, node_id = min(options)
         releases = pending[node_id]
         interrupts += [holder.id for holder in releases.holders[:count]]
-        free[node_id] = min(capacity[node_id], free[node_id] + releases.freed[count])
+        freed = min(releases.freed[count], releasable[node_id])
+        free[node_id] += freed
+        releasable[node_id] -= freed
         used[node_id] += size
         pending[node_id] = _Releases.of(releases.holders[count:], kept_on_node, snapshot)
         admitted.append((session, node_id))
@@ -121,14 +122,14 @@ class _Releases:
             lost.append((total[0] + k, total[1] + r, total[2] + t))
         return cls(holders, freed, lost)
 
-    def shortest(self, free: int, needed: int, capacity: int) -> int | None:
+    def shortest(self, free: int, needed: int, releasable: int) -> int | None:
         """The fewest first holders whose release leaves at least `needed` tokens of room on the node, which
         has `free` (negative while over-reserved: no room): 0 when it has them already, None when
-        releasing them all does not. Never more room than the node's `capacity`: a snapshot whose used
-        tokens leave out some holders' reservations frees at most what it reports used."""
+        releasing them all does not. Releases free at most `releasable` tokens in all
+        (`Snapshot.releasable_tokens`)."""
         if max(0, free) >= needed:
             return 0
-        if needed > capacity:
+        if free + releasable < needed:
             return None
         count = bisect_left(self.freed, needed - free)
         return count if count < len(self.freed) else None
@@ -142,7 +143,8 @@ def kept_value(snapshot: Snapshot, view: ValueView) -> ValueView:
 
 
 def _restore_capacity(snapshot: Snapshot, holding: dict[str, list[SessionView]],
-                      acting: dict[str, list[SessionView]]) -> tuple[dict[str, int], list[str], set[str]]:
+                      acting: dict[str, list[SessionView]]
+                      ) -> tuple[dict[str, int], dict[str, int], list[str], set[str]]:
     """Release the acting sessions of nodes whose running requests alone outgrew their capacity.
 
     Contexts grow after admission (each reply is added to the reservation), so a node's reservations can
@@ -151,19 +153,21 @@ def _restore_capacity(snapshot: Snapshot, holding: dict[str, list[SessionView]],
     then, to cover a few thousand tokens of growth, sends a whole context back through the pool, cold
     (issue 7: Terminal-Bench, ~53k-token contexts). Once the reasoning sessions' reservations alone exceed
     capacity the engine must preempt, and an acting session's next request there would make it worse.
-    Returns the exact free tokens per node afterwards (negative while over-reserved), the released
-    sessions in order, and their ids. `holding`: every node's holders; `acting`: its acting ones, in release
-    order.
+    Returns the exact free tokens per node afterwards (negative while over-reserved), the tokens further
+    releases may still free there (`Snapshot.releasable_tokens`), the released sessions in order, and their
+    ids. `holding`: every node's holders; `acting`: its acting ones, in release order.
     """
     free = {n.id: n.capacity_tokens - n.used_tokens for n in snapshot.nodes}
+    releasable = snapshot.releasable_tokens()
     interrupts: list[str] = []
     for node in snapshot.nodes:
         running = sum(s.cost(snapshot.params) for s in holding[node.id] if s.state == "reasoning")
         if running > node.capacity_tokens:
-            freed = sum(holder.cost(snapshot.params) for holder in acting[node.id])
-            free[node.id] = min(node.capacity_tokens, free[node.id] + freed)
+            freed = min(sum(holder.cost(snapshot.params) for holder in acting[node.id]), releasable[node.id])
+            free[node.id] += freed
+            releasable[node.id] -= freed
             interrupts += [holder.id for holder in acting[node.id]]
-    return free, interrupts, set(interrupts)
+    return free, releasable, interrupts, set(interrupts)
 
 
 def _at_return(snapshot: Snapshot, holder: SessionView, node_id: str, value: Value) -> Value:

@@ -20,6 +20,7 @@ from tao_harness.types import MAX_TOKENS, CacheEntry, NodeState, PlannerParams, 
 NOW = 1_000.0
 POLICY = TaoPolicy(PlannerConfig(deadline_clock="cpu"))
 
+RETURNS = [None, NOW - 1, NOW + 5, NOW + 1e5]  # an acting session's predicted return
 tokens = st.one_of(st.integers(0, 4_096), st.integers(0, 1 << 20), st.integers(1 << 30, MAX_TOKENS))
 
 
@@ -46,7 +47,7 @@ def snapshots(draw: st.DrawFn) -> Snapshot:
             eligible=draw(st.one_of(st.none(), st.lists(st.sampled_from(node_ids), unique=True).map(tuple))),
             arrived_at=NOW - draw(st.sampled_from([0.0, 30.0, 9_000.0])),
             has_request=draw(st.booleans()), shared_resident=draw(st.booleans()),
-            returns_at=None if state != "acting" else draw(st.sampled_from([None, NOW - 1, NOW + 5, NOW + 1e5])),
+            returns_at=draw(st.sampled_from(RETURNS)) if state == "acting" else None,
             prefix_group=draw(st.sampled_from([None, "g0", "g1"]))))
     return Snapshot(now=NOW, params=params, nodes=nodes, sessions=tuple(sessions))
 
