@@ -14,6 +14,10 @@ from tao_harness.planner.problem import Problem, objective
 
 __all__ = ["brute_force", "milp_lexicographic", "objective"]
 
+_HIGHS_EXACT = 2 ** 31  # sizes, rooms and values at most this for the MILP's answer to be taken: HiGHS works
+# in floats with tolerances, and past it a fuzzed snapshot (a room of 2^36 quanta, credits of 2^40) got
+# K = 3,399 "optimal" beside a feasible 550,361,179,102 (its rows scaled: a K above every integer packing)
+
 
 def brute_force(problem: Problem) -> tuple[int, int, int, int]:
     """Lexicographic optimum by enumerating every feasible assignment (depth-first; n ≤ 8, m ≤ 3)."""
@@ -42,12 +46,17 @@ def milp_lexicographic(
     """Lexicographic optimum by four MILPs (HiGHS): maximize K, fix it, then R, T, N.
 
     `levels` < 4 stops early: (K,) alone, (K, R), ... Raises RuntimeError unless HiGHS proved each
-    level optimal within `time_limit_s`."""
+    level optimal within `time_limit_s` with a placement feasible in integers, and when a size, a room or a
+    value is past `_HIGHS_EXACT` (its floats would not tell a unit)."""
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     pairs = [(i, b) for i in range(problem.n) for b in range(problem.m) if problem.values[i][b] is not None]
     if not pairs:
         return (0, 0, 0, 0)[:levels]
+    values = [v for i, b in pairs for v in problem.values[i][b]]  # type: ignore[union-attr]
+    largest = max(*problem.size, *problem.room, *values)
+    if largest > _HIGHS_EXACT:
+        raise RuntimeError(f"MILP not run: a number ({largest}) past what HiGHS's floats tell apart")
     count = len(pairs)
     rows, bounds_hi = [], []
     for i in range(problem.n):  # each session on at most one node
@@ -69,7 +78,10 @@ def milp_lexicographic(
                           options={"time_limit": time_limit_s, "mip_rel_gap": 0.0, "presolve": presolve})
             if result.x is None or result.status != 0:
                 raise RuntimeError(f"MILP failed: {result.message}")
-            value = int(round(float(np.dot(column, np.round(result.x)))))
+            taken = np.round(result.x).astype(bool)
+            if not _fits(problem, [pair for pair, x in zip(pairs, taken) if x]):
+                raise RuntimeError(f"MILP's placement does not fit in integers at level {len(achieved) + 1}")
+            value = int(round(float(np.dot(column, taken))))
             if _closed(value, result.mip_dual_bound):
                 break
             # HiGHS can report "optimal" short of its own dual bound (seen: T 477,440 against a bound of
@@ -80,6 +92,14 @@ def milp_lexicographic(
         achieved.append(value)
         constraints.append(LinearConstraint(np.array([column]), value - 0.5, np.inf))
     return tuple(achieved)
+
+
+def _fits(problem: Problem, placed: list[tuple[int, int]]) -> bool:
+    """Whether `placed` (session, node pairs) has each session once and every room within its size."""
+    left = list(problem.room)
+    for i, b in placed:
+        left[b] -= problem.size[i]
+    return len({i for i, _ in placed}) == len(placed) and min(left) >= 0
 
 
 def _closed(value: int, dual_bound: float | None) -> bool:

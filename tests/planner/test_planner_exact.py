@@ -231,6 +231,16 @@ def test_the_milp_reference_proves_k_past_a_million() -> None:
     assert milp_lexicographic(problem, levels=1) == (2_400_000,) == brute_force(problem)[:1]
 
 
+def test_the_milp_reference_refuses_numbers_past_what_its_floats_tell_apart() -> None:
+    """A fuzzed snapshot (a room of 2^36 quanta, credits of 2^40) got K = 3,399 from HiGHS, "optimal", beside
+    a feasible 550,361,179,102: past 2^31 the reference raises (a check counts it unsolved), never answers."""
+    values = ((2**40, 0, 1),), ((5, 1, 1),)
+    problem = Problem(("a", "b"), ("r0",), (2**36, 1), (2**36 + 1,), values)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="past what HiGHS"):
+        milp_lexicographic(problem, levels=1)
+    assert brute_force(problem)[0] == 2**40 + 5
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 1), st.integers(0, 10**6)),
                 min_size=1, max_size=12),
