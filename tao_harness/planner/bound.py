@@ -39,7 +39,17 @@ def rest_bound(problem: Problem, packer: Packer) -> int:
 def merged_bound(problem: Problem, packer: Packer) -> int:
     """(R̄, T̄, N̄) packed (K field 0) from every room merged into one (each first cut to the fullest fill
     the sessions reach), each session worth its best (r, t, 1) among the rooms that hold it."""
-    items, gain = [], [0] * problem.n
+    gain = _best_gains(problem, packer)
+    items = [i for i, worth in enumerate(gain) if worth]
+    size = list(problem.size)
+    capacity = sum(fullest_fills(items, size, list(problem.room)))
+    return _knapsack_bound(items, size, gain, capacity, packer)
+
+
+def _best_gains(problem: Problem, packer: Packer) -> list[int]:
+    """Per session its best (r, t, 1), packed, among the nodes it may use whose room holds it; 0 when none
+    does (a packed value counts the session: never 0 otherwise)."""
+    gain = [0] * problem.n
     m = problem.m
     by_room = sorted(range(m), key=lambda b: -problem.room[b])  # a size fits a prefix of these
     rooms_up = sorted(problem.room)
@@ -49,11 +59,8 @@ def merged_bound(problem: Problem, packer: Packer) -> int:
         # (r, t) are the session's own in a snapshot; a bare Problem may vary them by node
         best = max(usable, key=_RT, default=None)
         if best is not None:
-            items.append(i)
             gain[i] = packer.pack((0, best[1], best[2]))
-    size = list(problem.size)
-    capacity = sum(fullest_fills(items, size, list(problem.room)))
-    return _knapsack_bound(items, size, gain, capacity, packer)
+    return gain
 
 
 def confined_bound(problem: Problem, packer: Packer) -> int | None:
@@ -76,12 +83,8 @@ def confined_bound(problem: Problem, packer: Packer) -> int | None:
             pinned[only].append(i)
     if all(sum(size[i] for i in items) <= room[b] for b, items in enumerate(pinned)):
         return None
-    gain, free, alone = [0] * problem.n, 0, {i for items in pinned for i in items}
-    for i, (row, size_i) in enumerate(zip(problem.values, size)):
-        best = max((v for v, r in zip(row, room) if v is not None and size_i <= r), key=_RT, default=None)
-        if best is not None:
-            gain[i] = packer.pack((0, best[1], best[2]))
-            free += 0 if i in alone else gain[i]
+    gain, alone = _best_gains(problem, packer), {i for items in pinned for i in items}
+    free = sum(worth for i, worth in enumerate(gain) if i not in alone)
     return free + sum(_knapsack_bound(items, list(size), gain, room[b], packer)
                       for b, items in enumerate(pinned) if items)
 

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from tao_harness.planner.problem import Problem, objective
+from tao_harness.planner.problem import Problem, is_feasible, objective
 
 __all__ = ["brute_force", "milp_lexicographic", "objective"]
 
@@ -79,7 +79,8 @@ def milp_lexicographic(
             if result.x is None or result.status != 0:
                 raise RuntimeError(f"MILP failed: {result.message}")
             taken = np.round(result.x).astype(bool)
-            if not _fits(problem, [pair for pair, x in zip(pairs, taken) if x]):
+            placed = [pair for pair, x in zip(pairs, taken) if x]
+            if len(dict(placed)) < len(placed) or not is_feasible(problem, dict(placed)):
                 raise RuntimeError(f"MILP's placement does not fit in integers at level {len(achieved) + 1}")
             value = int(round(float(np.dot(column, taken))))
             if _closed(value, result.mip_dual_bound):
@@ -92,14 +93,6 @@ def milp_lexicographic(
         achieved.append(value)
         constraints.append(LinearConstraint(np.array([column]), value - 0.5, np.inf))
     return tuple(achieved)
-
-
-def _fits(problem: Problem, placed: list[tuple[int, int]]) -> bool:
-    """Whether `placed` (session, node pairs) has each session once and every room within its size."""
-    left = list(problem.room)
-    for i, b in placed:
-        left[b] -= problem.size[i]
-    return len({i for i, _ in placed}) == len(placed) and min(left) >= 0
 
 
 def _closed(value: int, dual_bound: float | None) -> bool:

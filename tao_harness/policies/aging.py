@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tao_harness.policies.interrupts import ValueView
+from tao_harness.policies.interrupts import ValueView, release_room
 from tao_harness.types import NodeState, SessionView, Snapshot
 
 
@@ -112,9 +112,7 @@ def admit_overdue(snapshot: Snapshot, kept: ValueView) -> Aged:
         short, _, _, _, node_id, chosen = min(options, key=lambda o: o[:4])
         for holder in chosen:
             acting[node_id].remove(holder)
-            freed = min(holder.cost(params), releasable[node_id])
-            free[node_id] += freed
-            releasable[node_id] -= freed
+            release_room(free, releasable, node_id, holder.cost(params))
         released += chosen
         if short:  # even releasing every acting holder leaves it outside: hold the node for it
             reserved.add(node_id)

@@ -94,9 +94,7 @@ def plan_interrupts(
         _, count, _, node_id = min(options)
         releases = pending[node_id]
         interrupts += [holder.id for holder in releases.holders[:count]]
-        freed = min(releases.freed[count], releasable[node_id])
-        free[node_id] += freed
-        releasable[node_id] -= freed
+        release_room(free, releasable, node_id, releases.freed[count])
         used[node_id] += size
         pending[node_id] = _Releases.of(releases.holders[count:], kept_on_node, snapshot)
         admitted.append((session, node_id))
@@ -135,6 +133,15 @@ class _Releases:
         return count if count < len(self.freed) else None
 
 
+def release_room(free: dict[str, int], releasable: dict[str, int], node_id: str, reserved: int) -> None:
+    """Add to `node_id`'s free tokens what releasing holders that reserve `reserved` tokens frees: at most
+    what the node still reports used by its acting holders (`releasable`, from `Snapshot.releasable_tokens`),
+    which goes down by as much."""
+    freed = min(reserved, releasable[node_id])
+    free[node_id] += freed
+    releasable[node_id] -= freed
+
+
 def kept_value(snapshot: Snapshot, view: ValueView) -> ValueView:
     """A holder's triple on its node as releasing it would lose it: credit decayed to its return."""
     def kept(holder: SessionView, node_id: str) -> Value:
@@ -163,9 +170,7 @@ def _restore_capacity(snapshot: Snapshot, holding: dict[str, list[SessionView]],
     for node in snapshot.nodes:
         running = sum(s.cost(snapshot.params) for s in holding[node.id] if s.state == "reasoning")
         if running > node.capacity_tokens:
-            freed = min(sum(holder.cost(snapshot.params) for holder in acting[node.id]), releasable[node.id])
-            free[node.id] += freed
-            releasable[node.id] -= freed
+            release_room(free, releasable, node.id, sum(h.cost(snapshot.params) for h in acting[node.id]))
             interrupts += [holder.id for holder in acting[node.id]]
     return free, releasable, interrupts, set(interrupts)
 
