@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tao_harness.config import PlannerConfig
 from tao_harness.policies.tao import TaoPolicy
-from tao_harness.types import MAX_TOKENS, CacheEntry, NodeState, PlannerParams, SessionView, Snapshot
+from tao_harness.types import MAX_TOKENS, CacheEntry, NodeState, Plan, PlannerParams, SessionView, Snapshot
 
 NOW = 1_000.0
 POLICY = TaoPolicy(PlannerConfig(deadline_clock="cpu"))
@@ -55,7 +55,13 @@ def snapshots(draw: st.DrawFn) -> Snapshot:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(snapshots())
 def test_any_valid_snapshot_is_planned_within_every_room(snapshot: Snapshot) -> None:
-    plan = POLICY.plan(snapshot)
+    assert_plan_holds(snapshot, POLICY.plan(snapshot))
+
+
+def assert_plan_holds(snapshot: Snapshot, plan: Plan) -> None:
+    """Each admission a waiting session's, once, on a node it may use; each interrupt an acting session's;
+    every node's admissions within what it has, a release freeing at most what the node reports used; the
+    bound at or above the objective."""
     sessions = {s.id: s for s in snapshot.sessions}
     cost = {s.id: s.cost(snapshot.params) for s in snapshot.sessions}
     admitted = [a.session for a in plan.assignments]
