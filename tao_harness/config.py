@@ -90,6 +90,13 @@ class PlannerConfig(_Section):
     gives mean latency 603 / 661 / 873 s and p99 TTFT 113 / 61 / 39 s at 120 / 60 / 30 (vllm-ca: 1,270 s
     and 40 s). None (null) = no bound."""
 
+    reload_tokens_per_s: float | None = Field(None, gt=0)
+    """Tokens per second at which a released holder's context is rebuilt once its cache is gone. Set,
+    the tao policies release acting holders by predicted tool time left (policies/tool_time.py)."""
+
+    release_after_reloads: float = Field(1.0, ge=0)
+    """A holder is worth releasing when its tool has at least this many reload times left."""
+
 
 class StoreConfig(_Section):
     """The tool-duration history and request log."""
@@ -201,6 +208,9 @@ class ReplicaConfig(_Section):
 
     num_gpu_blocks: int | None = Field(None, ge=1)
     """KV capacity per rank in blocks of 16 tokens; None = the profile's default."""
+
+    kv_offloading_size: float | None = Field(None, gt=0)
+    """Host (CPU) KV tier per rank in GiB, as vLLM's `--kv-offloading-size` (native backend); None = none."""
 
     scenario: str = "swe-short"
     """Reply script: a built-in scenario name or a YAML/JSON file path."""

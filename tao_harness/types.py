@@ -101,6 +101,11 @@ class PlannerParams:
     quantum_tokens: int = 256  # Δ: costs round up, capacities round down, to multiples of Δ
     reserve_tokens: int = 512  # added to a session's context tokens to form its admission cost w_i
     max_wait_s: float | None = None  # bound on a request's pool wait (policies/aging.py); None = no bound
+    # Tokens per second at which a holder's context is rebuilt after its cache is lost (recompute, or a
+    # host-tier reload): the price of releasing it (policies/tool_time.py). None = holders are released
+    # by value alone (the paper's rule).
+    reload_tokens_per_s: float | None = None
+    release_after_reloads: float = 1.0  # release a holder whose tool has this many reload times left
 
     def __post_init__(self) -> None:
         if _number(self.half_life_s, "half_life_s") <= 0:
@@ -110,11 +115,14 @@ class PlannerParams:
         _integer(self.reserve_tokens, "reserve_tokens")
         if self.max_wait_s is not None and _number(self.max_wait_s, "max_wait_s") <= 0:
             raise SnapshotError(f"max_wait_s: must be > 0, got {self.max_wait_s!r}")
+        if self.reload_tokens_per_s is not None and _number(self.reload_tokens_per_s, "reload_tokens_per_s") <= 0:
+            raise SnapshotError(f"reload_tokens_per_s: must be > 0, got {self.reload_tokens_per_s!r}")
+        _number(self.release_after_reloads, "release_after_reloads")
 
     @classmethod
     def from_config(cls, config: PlannerConfig) -> PlannerParams:
         return cls(config.half_life_s, config.horizon_s, config.quantum_tokens, config.reserve_tokens,
-                   config.max_wait_s)
+                   config.max_wait_s, config.reload_tokens_per_s, config.release_after_reloads)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "params") -> PlannerParams:

@@ -50,6 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="KV capacity per rank in 16-token blocks (default: the profile's)",
     )
     parser.add_argument(
+        "--kv-offloading-size",
+        type=float,
+        metavar="GIB",
+        help="as vLLM's flag: a host-memory KV tier of GIB GiB per rank; prompt blocks are copied there, "
+        "evicted least recently used first, and loaded back at the host link's bandwidth (default: none)",
+    )
+    parser.add_argument(
         "--scenario", help="reply script: a built-in name or a YAML/JSON file (default swe-short)"
     )
     parser.add_argument("--served-model-name", help="model id listed by /v1/models (default tao-replica)")
@@ -92,6 +99,7 @@ def _settings(args: argparse.Namespace) -> ReplicaConfig:
         "time_scale",
         "profile",
         "num_gpu_blocks",
+        "kv_offloading_size",
         "scenario",
         "served_model_name",
         "strict_model_name",

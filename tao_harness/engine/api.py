@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tao_harness.engine.host_tier import HostTierStats
+
 
 class EngineConfig(BaseModel):
     """One engine (one vLLM replica or one data-parallel rank)."""
@@ -33,6 +35,15 @@ class EngineConfig(BaseModel):
 
     enable_prefix_caching: bool = True
     """Reuse the KV of full blocks whose chained hash is still resident (vLLM's automatic prefix caching)."""
+
+    kv_offloading_size_gib: float | None = Field(None, gt=0)
+    """Host (CPU) memory for KV blocks, GiB in all (vLLM's `--kv-offloading-size`, native backend); None:
+    no host tier. Blocks of the profile's `kv_bytes_per_token` × `block_size` bytes (`host_tier.py`)."""
+
+    host_bandwidth_gb_s: float = Field(50.0, gt=0)
+    """Host-to-GPU copy bandwidth, GB/s: ≈50 GB/s one way with DMA on an H100 over PCIe Gen5 x16 (64 GB/s
+    in theory), as measured for vLLM's offloading connector (vLLM blog, "Inside vLLM's New KV Offloading
+    Connector", 2026-01-08)."""
 
     hash_memo_sessions: int = Field(512, ge=0)
     """Sessions whose last token list and block hashes are remembered, so a session's next prompt hashes
@@ -120,3 +131,5 @@ class EngineMetrics:
     """Blocks in the free queue (unreferenced; cached ones among them are still hits until reused)."""
     num_pinned: int
     """Finished requests whose KV is pinned (Continuum)."""
+    host: HostTierStats | None = None
+    """The host KV tier's counters; None without one."""

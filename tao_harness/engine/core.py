@@ -12,8 +12,12 @@ exactly as single steps would have gone. Callers that never truncate see eager s
 
 Continuum pinning: a request finished with `pin_ttl_s` keeps its blocks referenced until
 `finish time + ttl`. Pins are released lazily, by the first `step()` starting at or after the expiry
-(`next_pin_expiry()` tells an idle caller when to step again), or when the same session's next request
+(`next_wakeup()` tells an idle caller when to step again), or when the same session's next request
 is scheduled (it has taken its own references on the reused blocks by then).
+
+Host KV tier (`kv_offloading_size_gib`, `host_tier.py`): a request loading its prefix from host memory
+holds its blocks but runs only once the copy is done; `next_wakeup()` includes that moment, and a
+macro-step never runs past it (the request then joins the batch).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from itertools import islice
 from tao_harness.engine.api import EngineConfig, EngineMetrics, EngineRequest, RequestOutput, StepOutput
 from tao_harness.engine.block_pool import NO_BLOCKS, BlockPool, Blocks
 from tao_harness.engine.hashing import SessionHashMemo, extend_block_hashes
+from tao_harness.engine.host_tier import HostTier
 from tao_harness.engine.macro_step import DecodeRunTiming, decode_run_length
 from tao_harness.engine.profiles import StepTimeProfile, get_profile
 from tao_harness.engine.request_state import RequestState
@@ -69,10 +74,18 @@ class EngineCore:
         self.max_model_len = self.num_gpu_blocks * self.block_size
         self._pool = BlockPool(self.num_gpu_blocks)
         self._memo = SessionHashMemo(config.hash_memo_sessions, config.block_size)
-        self._scheduler = Scheduler(config, self._pool, on_admit=self._take_over_pin)
+        self._host = self._host_tier(config)
+        self._scheduler = Scheduler(config, self._pool, on_admit=self._take_over_pin, host=self._host)
         self._requests: dict[str, RequestState] = {}
         self._pins: dict[str, _Pin] = {}
         self._pending: _PendingMacroStep | None = None
+
+    def _host_tier(self, config: EngineConfig) -> HostTier | None:
+        if config.kv_offloading_size_gib is None:
+            return None
+        block_bytes = self.profile.kv_bytes_per_token * self.block_size
+        blocks = int(config.kv_offloading_size_gib * 2**30 // block_bytes)
+        return HostTier(max(1, blocks), block_bytes, config.host_bandwidth_gb_s * 1e9)
 
     # ----------------------------------------------------------------- requests in and out
 
@@ -137,7 +150,7 @@ class EngineCore:
     def has_unfinished_requests(self) -> bool:
         """Whether anything is left once the reported steps (an in-flight macro-step included) are done."""
         scheduler = self._scheduler
-        if scheduler.waiting:
+        if scheduler.waiting or scheduler.loading:
             return True
         pending = self._pending
         if pending is None:
@@ -158,9 +171,12 @@ class EngineCore:
         pinned = self.release_pin(session_id)
         return self._memo.forget(session_id) or pinned
 
-    def next_pin_expiry(self) -> float | None:
-        """Earliest time a pin runs out; an idle engine with waiting requests should step again then."""
-        return min((pin.expires_at for pin in self._pins.values()), default=None)
+    def next_wakeup(self) -> float | None:
+        """Earliest time a pin runs out or a host-tier copy is done: an engine that could not run anything
+        should step again then."""
+        times = [pin.expires_at for pin in self._pins.values()]
+        load_done = self._scheduler.next_load_done()
+        return min(times if load_done is None else [*times, load_done], default=None)
 
     # ----------------------------------------------------------------- the step
 
@@ -169,7 +185,7 @@ class EngineCore:
         self._commit()
         if self._pins:
             self._release_expired_pins(now)
-        batch = self._scheduler.schedule()
+        batch = self._scheduler.schedule(now)
         preempted = tuple(state.request_id for state in batch.preempted)
         if not batch.scheduled:
             return StepOutput.make_empty(now, preempted)
@@ -183,8 +199,8 @@ class EngineCore:
         duration = self.profile.step_time_s(prefill_chunks, decode_contexts)
         num_steps = 1
         if until is not None and not prefill_chunks and not batch.preempted and not batch.admitted_any:
-            pin_expiry = self.next_pin_expiry()
-            horizon = (until if pin_expiry is None else min(until, pin_expiry)) - now
+            wakeup = self.next_wakeup()
+            horizon = (until if wakeup is None else min(until, wakeup)) - now
             num_steps, timing = decode_run_length(
                 [state for state, _ in batch.scheduled], self._pool.num_free, self.block_size,
                 self.profile, duration, horizon,
@@ -255,6 +271,8 @@ class EngineCore:
 
     def _finish(self, state: RequestState, finished_at: float) -> None:
         del self._requests[state.request_id]
+        if self._host is not None:
+            self._host.finished(state.block_hashes[: state.num_prompt_tokens // self.block_size])
         cached = state.blocks[: state.num_computed // self.block_size]
         self._memo.settle(state.session_id, state.tokens, self._pool.run(cached, state.block_hashes))
         if state.pin_ttl_s is not None and state.pin_ttl_s > 0:
@@ -305,11 +323,12 @@ class EngineCore:
             num_gpu_blocks=self.num_gpu_blocks,
             block_size=self.block_size,
             num_running=len(self._scheduler.running),
-            num_waiting=len(self._scheduler.waiting),
+            num_waiting=len(self._scheduler.waiting) + len(self._scheduler.loading),
             kv_cache_usage=self._pool.usage(),
             prefix_cache_queries=self._scheduler.prefix_queries,
             prefix_cache_hits=self._scheduler.prefix_hits,
             num_preemptions=self._scheduler.num_preemptions,
             num_free_blocks=self._pool.num_free,
             num_pinned=len(self._pins),
+            host=None if self._host is None else self._host.stats(),
         )

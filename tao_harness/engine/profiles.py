@@ -49,6 +49,8 @@ class StepTimeProfile:
     """One line: model, hardware and where the constants come from."""
     num_gpu_blocks: int
     """Default KV capacity in blocks of 16 tokens when the engine config does not set one."""
+    kv_bytes_per_token: int
+    """KV cache bytes per token over the whole replica (all TP ranks): what a host-tier copy moves."""
     step_base_s: float = 0.0
     """Fixed cost of every non-empty step (launch, scheduling, reading the weights once)."""
     prefill_base_s: float = 0.0
@@ -101,6 +103,7 @@ PROFILES: dict[str, StepTimeProfile] = {
             name="vllm-router-ref",
             description="vllm-router's reference cost model (no GPU named); KV as qwen3-32b-2xh100",
             num_gpu_blocks=16_875,
+            kv_bytes_per_token=256 * 1024,
             prefill_base_s=0.066,
             prefill_token_s=0.0570e-3,
             prefill_attention_s=2 * 0.00441e-6,
@@ -112,6 +115,7 @@ PROFILES: dict[str, StepTimeProfile] = {
             name="qwen3-32b-2xh100",
             description="Qwen3-32B TP2 on 2xH100: Vidur-class linear costs, KV-bound decode, ~270k KV tokens",
             num_gpu_blocks=16_875,
+            kv_bytes_per_token=256 * 1024,
             step_base_s=12.9e-3,
             prefill_token_s=_QWEN3_32B_LINEAR_S,
             prefill_attention_s=_QWEN3_32B_LINEAR_S / 30_000,
@@ -122,6 +126,7 @@ PROFILES: dict[str, StepTimeProfile] = {
             name="llama3-8b-1xh100",
             description="Llama-3.1-8B TP1 on 1xH100, BLIS fit (vLLM 0.8.4), 29,205 KV blocks",
             num_gpu_blocks=29_205,
+            kv_bytes_per_token=128 * 1024,
             step_base_s=5753e-6,
             prefill_token_s=17.25e-6,
             decode_seq_s=6.0e-6,

@@ -6,6 +6,11 @@ prompt its next chunk) from one token budget; a running request that cannot get 
 newest running request (recompute: blocks freed, hashes kept, back to the front of `waiting`), possibly
 itself. Only a step without preemptions admits waiting requests, in FCFS order: the head takes its
 cache hits (capped at n−1 tokens) and blocks for its first chunk, or waits, and everyone behind it too.
+
+With a host tier (`host_tier.py`), a waiting request whose prefix continues in host memory past its GPU
+hit takes blocks for those tokens and leaves the queue for `loading` (vLLM's WAITING_FOR_REMOTE_KVS)
+without computing anything; once its copy is done it returns to the queue's front, its loaded blocks
+published as prefix-cache blocks, and is admitted like any other (it already holds its hits).
 """
 
 from __future__ import annotations
@@ -17,9 +22,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tao_harness.engine.api import EngineConfig
-from tao_harness.engine.block_pool import NO_BLOCKS, BlockPool
+from tao_harness.engine.block_pool import NO_BLOCKS, BlockPool, Blocks
 from tao_harness.engine.hashing import extend_block_hashes
+from tao_harness.engine.host_tier import HostTier
 from tao_harness.engine.request_state import RequestState
+
+
+_LOADING = -1
+"""`_admit`'s answer for a request that left the queue to copy its prefix in from the host tier."""
 
 
 @dataclass
@@ -38,19 +48,28 @@ class Scheduler:
     """Owns the running list and the waiting queue; allocates through the shared block pool."""
 
     def __init__(
-        self, config: EngineConfig, pool: BlockPool, on_admit: Callable[[RequestState], None]
+        self, config: EngineConfig, pool: BlockPool, on_admit: Callable[[RequestState], None],
+        host: HostTier | None = None,
     ) -> None:
         self.config = config
         self.block_size = config.block_size
         self.pool = pool
+        self.host = host
         self.running: list[RequestState] = []
         self.waiting: deque[RequestState] = deque()
+        self.loading: list[tuple[float, RequestState]] = []  # (copy done at, request), admission order
         self.prefix_queries = 0
         self.prefix_hits = 0
         self.num_preemptions = 0
         self._on_admit = on_admit  # called once an admitted request holds its hits (e.g. to drop a pin)
 
-    def schedule(self) -> Batch:
+    def next_load_done(self) -> float | None:
+        """When the earliest host-tier copy in flight is done; None without one."""
+        return min((done_at for done_at, _ in self.loading), default=None)
+
+    def schedule(self, now: float = 0.0) -> Batch:
+        if self.loading:
+            self._finish_loads(now)
         budget = self.config.max_num_batched_tokens
         batch = Batch()
         index = 0
@@ -71,7 +90,10 @@ class Scheduler:
         if batch.preempted:
             return batch
         while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
-            num_new = self._admit(self.waiting[0], budget)
+            num_new = self._admit(self.waiting[0], budget, now)
+            if num_new == _LOADING:
+                self.waiting.popleft()
+                continue
             if num_new == 0:
                 break
             state = self.waiting.popleft()
@@ -112,13 +134,17 @@ class Scheduler:
         if end > first and self.config.enable_prefix_caching:
             extend_block_hashes(state.tokens, self.block_size, state.block_hashes)
             self.pool.cache_blocks(state.blocks, state.block_hashes, first, end)
+            if self.host is not None:  # the prompt's blocks this step completes go to host memory too
+                self.host.store(state.block_hashes[first:min(end, state.num_prompt_tokens // self.block_size)])
 
     def remove(self, state: RequestState) -> None:
         """Forget an aborted request and free its blocks."""
         if state in self.running:
             self.running.remove(state)
-        else:
+        elif state in self.waiting:
             self.waiting.remove(state)
+        else:
+            self.loading = [(done_at, s) for done_at, s in self.loading if s is not state]
         self.pool.free(state.blocks)
         state.blocks = NO_BLOCKS
 
@@ -130,13 +156,30 @@ class Scheduler:
         self.waiting.appendleft(state)
         self.num_preemptions += 1
 
-    def _admit(self, state: RequestState, budget: int) -> int:
-        """Take cache hits and blocks for a waiting request's first chunk; tokens scheduled, 0 if it waits."""
+    def _finish_loads(self, now: float) -> None:
+        """Requests whose host-tier copy is done go back to the queue's front, in admission order."""
+        done = [state for done_at, state in self.loading if done_at <= now]
+        if not done:
+            return
+        self.loading = [(done_at, state) for done_at, state in self.loading if done_at > now]
+        for state in reversed(done):
+            self.pool.cache_blocks(state.blocks, state.block_hashes, 0, len(state.blocks))
+            self.waiting.appendleft(state)
+
+    def _admit(self, state: RequestState, budget: int, now: float) -> int:
+        """Take cache hits and blocks for a waiting request's first chunk; tokens scheduled, 0 if it waits,
+        `_LOADING` if it left the queue to load its prefix from the host tier."""
+        if len(state.blocks):  # back from the host tier: its hits are loaded and held
+            return self._grow_first_chunk(state, budget)
         hits = NO_BLOCKS
+        max_hits = (len(state.tokens) - 1) // self.block_size
         if self.config.enable_prefix_caching:
             extend_block_hashes(state.tokens, self.block_size, state.block_hashes)
-            max_hits = (len(state.tokens) - 1) // self.block_size
             hits = self.pool.lookup(state.block_hashes, max_hits, state.reuse_guess)
+        if self.host is not None and self.config.enable_prefix_caching:
+            loaded = self.host.lookup(state.block_hashes, len(hits), max_hits)
+            if loaded:
+                return self._start_load(state, hits, loaded, now)
         num_computed = len(hits) * self.block_size
         num_new = min(len(state.tokens) - num_computed, budget)
         missing = -(-(num_computed + num_new) // self.block_size) - len(hits)
@@ -144,13 +187,35 @@ class Scheduler:
             return 0
         self.pool.touch(hits)
         state.blocks = np.concatenate((hits, self.pool.allocate(missing)))
+        self._took_hits(state, num_computed, num_computed)
+        if self.host is not None:  # vLLM offers a prompt's blocks from the first, GPU hits included
+            self.host.load(len(state.tokens) - num_computed, 0, self.block_size)
+            self.host.store(state.block_hashes[: len(hits)])
+        return num_new
+
+    def _took_hits(self, state: RequestState, local_tokens: int, num_computed: int) -> None:
         state.reuse_guess = None
         state.num_computed = num_computed
         if state.num_cached < 0:
-            state.num_cached = num_computed
+            state.num_cached = num_computed  # usage counts local and host hits alike
         if self.config.enable_prefix_caching:
             # Counted per admission (vLLM also counts lookups of requests that then keep waiting).
             self.prefix_queries += len(state.tokens)
-            self.prefix_hits += num_computed
+            self.prefix_hits += local_tokens
         self._on_admit(state)
-        return num_new
+
+    def _start_load(self, state: RequestState, hits: Blocks, loaded: int, now: float) -> int:
+        """Blocks for the GPU hits and the `loaded` host blocks after them; the copy starts (or it waits)."""
+        if loaded > self.pool.num_free - self.pool.count_free(hits):
+            return 0
+        assert self.host is not None
+        self.pool.touch(hits)
+        state.blocks = np.concatenate((hits, self.pool.allocate(loaded)))
+        self._took_hits(state, len(hits) * self.block_size, len(state.blocks) * self.block_size)
+        copy_s = self.host.load(len(state.tokens) - len(hits) * self.block_size, loaded, self.block_size)
+        self.loading.append((now + copy_s, state))
+        return _LOADING
+
+    def _grow_first_chunk(self, state: RequestState, budget: int) -> int:
+        num_new = min(len(state.tokens) - state.num_computed, budget)
+        return num_new if self.grow(state, num_new) else 0

@@ -45,6 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tao_harness.policies.interrupts import ValueView, release_room
+from tao_harness.policies.tool_time import tool_time_left
 from tao_harness.types import NodeState, SessionView, Snapshot
 
 
@@ -86,6 +87,9 @@ def admit_overdue(snapshot: Snapshot, kept: ValueView) -> Aged:
                         key=lambda s, node_id=node_id: (kept(s, node_id), s.id))
         for node_id in free
     }
+    if params.reload_tokens_per_s is not None:
+        acting = {node_id: sorted(holders, key=lambda h: (-tool_time_left(snapshot, h), h.id))
+                  for node_id, holders in acting.items()}
     released: list[SessionView] = []
     admitted: list[tuple[SessionView, str]] = []
     reserved: set[str] = set()

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tao_harness.planner.problem import Problem, Value
+from tao_harness.policies.tool_time import release_order
 from tao_harness.types import SessionView, Snapshot
 
 ValueView = Callable[[SessionView, str], Value]
@@ -62,6 +63,9 @@ def plan_interrupts(
         kept_on_node.update((s.id, kept(s, node_id)) for s in on_tools)
         acting[node_id] = sorted(on_tools, key=lambda s: (kept_on_node[s.id], s.id))
     free, releasable, interrupts, released = _restore_capacity(snapshot, holding, acting)
+    priced = snapshot.params.reload_tokens_per_s is not None
+    if priced:
+        acting = {node_id: release_order(snapshot, holders) for node_id, holders in acting.items()}
     if len(placement) == len(waiting):
         return [], interrupts
     quantum = snapshot.params.quantum_tokens
@@ -87,7 +91,7 @@ def plan_interrupts(
                 continue
             releases = pending[node_id]
             count = releases.shortest(free[node_id], (used[node_id] + size) * quantum, releasable[node_id])
-            if count and releases.lost[count] < value:
+            if count and (priced or releases.lost[count] < value):
                 options.append((kept_on_node[releases.holders[count - 1].id], count, order, node_id))
         if not options:
             continue

@@ -30,7 +30,8 @@ from tao_harness.replica.tokenizer import Vocabulary
 
 def build_drivers(settings: ReplicaConfig) -> list[RankDriver]:
     """One engine per rank, each with its own KV cache."""
-    engine_config = EngineConfig(profile=settings.profile, num_gpu_blocks=settings.num_gpu_blocks)
+    engine_config = EngineConfig(profile=settings.profile, num_gpu_blocks=settings.num_gpu_blocks,
+                                 kv_offloading_size_gib=settings.kv_offloading_size)
     return [
         RankDriver(rank, EngineCore(engine_config), settings.time_scale, settings.max_step_wall_s)
         for rank in range(settings.data_parallel_size)

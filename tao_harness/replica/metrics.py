@@ -13,6 +13,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from tao_harness.engine.api import EngineMetrics
+from tao_harness.engine.host_tier import HostTierStats
 from tao_harness.replica.generation import RankDriver
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -70,6 +71,23 @@ _SERIES: tuple[tuple[type[GaugeMetricFamily] | type[CounterMetricFamily], str, s
         lambda d, m: d.counters.generation_tokens,
     ),
 )
+# The host KV tier's series (vLLM 0.32's offloading connector, `offloading/metrics.py`, and the scheduler's
+# external prefix-cache counters), present only on ranks started with --kv-offloading-size.
+HostReading = Callable[[HostTierStats], float]
+_HOST_SERIES: tuple[tuple[type[GaugeMetricFamily] | type[CounterMetricFamily], str, str, HostReading], ...] = (
+    (CounterMetricFamily, "vllm:external_prefix_cache_queries",
+     "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of "
+     "queried tokens.", lambda h: h.queried_tokens),
+    (CounterMetricFamily, "vllm:external_prefix_cache_hits",
+     "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of "
+     "cached tokens.", lambda h: h.hit_tokens),
+    (CounterMetricFamily, "vllm:kv_offload_load_bytes", "Bytes loaded by KV offloading.", lambda h: h.loaded_bytes),
+    (CounterMetricFamily, "vllm:kv_offload_store_bytes", "Bytes stored by KV offloading.", lambda h: h.stored_bytes),
+    (CounterMetricFamily, "vllm:kv_offload_load_time", "Seconds spent loading by KV offloading.",
+     lambda h: h.load_time_s),
+    (GaugeMetricFamily, "vllm:kv_offload_cpu_cache_usage_perc", "CPU KV cache usage. 1 means 100 percent usage.",
+     lambda h: h.resident_blocks / h.num_blocks),
+)
 # vLLM's finished_reason label values, each series present from the start as on vLLM.
 _FINISH_REASONS = ("stop", "length", "abort", "error", "repetition")
 
@@ -92,15 +110,23 @@ class ReplicaCollector(Collector):
         info = GaugeMetricFamily(
             "vllm:cache_config_info",
             "Information of the LLMEngine CacheConfig",
-            labels=["engine", "num_gpu_blocks", "block_size", "kv_cache_size_tokens", "enable_prefix_caching"],
+            labels=["engine", "num_gpu_blocks", "block_size", "kv_cache_size_tokens", "enable_prefix_caching",
+                    "kv_offloading_size", "kv_offloading_backend"],
         )
         # As in vLLM 0.32 with --data-parallel-size N: num_gpu_blocks is the sum over all N engines,
         # repeated on each engine's series; kv_cache_size_tokens is the engine's own capacity.
         total_blocks = sum(m.num_gpu_blocks for _, m in readings)
         for driver, m in readings:
             labels = [str(driver.rank), str(total_blocks), str(m.block_size), str(m.num_gpu_blocks * m.block_size)]
-            info.add_metric([*labels, "True"], 1.0)
+            offloading = driver.engine.config.kv_offloading_size_gib  # vLLM renders an unset field as None
+            info.add_metric([*labels, "True", str(offloading), "None" if offloading is None else "native"], 1.0)
         yield info
+        hosts = [(driver, m.host) for driver, m in readings if m.host is not None]
+        for family, name, help_text, read_host in _HOST_SERIES if hosts else ():
+            metric = family(name, help_text, labels=_LABELS)
+            for driver, host in hosts:
+                metric.add_metric([self.model_name, str(driver.rank)], read_host(host))
+            yield metric
         for family, name, help_text, read in _SERIES:
             metric = family(name, help_text, labels=_LABELS)
             for driver, m in readings:

@@ -33,6 +33,9 @@ class SimConfig(BaseModel):
     num_gpu_blocks: int | None = Field(None, ge=1)
     """KV blocks per replica; None takes the profile's default."""
 
+    kv_offloading_size_gib: float | None = Field(None, gt=0)
+    """Host KV tier per replica, GiB (vLLM's `--kv-offloading-size`); None: no host tier."""
+
     tick_s: float = Field(1.0, gt=0)
     """Period of the housekeeping tick: refresh predictions, give back stale admissions, plan."""
 

@@ -74,7 +74,8 @@ class Simulator:
         self._trace = sorted(trace, key=lambda s: s.arrival_s)  # stable: trace order breaks ties
         self._policy = get_policy(config.policy, config.planner)
         self._dump = snapshot_dump(config.planner.dump_snapshots)
-        engine_config = EngineConfig(profile=config.profile, num_gpu_blocks=config.num_gpu_blocks)
+        engine_config = EngineConfig(profile=config.profile, num_gpu_blocks=config.num_gpu_blocks,
+                                     kv_offloading_size_gib=config.kv_offloading_size_gib)
         self._engines = [EngineCore(engine_config) for _ in range(config.replicas)]
         self._node_ids = [f"r{i}" for i in range(config.replicas)]
         self._node_index = {node_id: i for i, node_id in enumerate(self._node_ids)}
@@ -278,8 +279,8 @@ class Simulator:
         if self._config.max_macro_step_s is not None:
             until = min(until if until is not None else math.inf, now + self._config.max_macro_step_s)
         output = engine.step(now, until=until)
-        if output.num_steps == 0:  # nothing fits until a Continuum pin runs out
-            retry_at = engine.next_pin_expiry()
+        if output.num_steps == 0:  # nothing runs until a Continuum pin runs out or a host-tier copy is done
+            retry_at = engine.next_wakeup()
             if retry_at is not None:
                 self._launch_pending[replica] = True
                 self._queue.push(max(retry_at, now + 1e-6), StepLaunch(replica), Priority.ENGINE)

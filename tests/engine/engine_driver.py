@@ -30,7 +30,7 @@ def run_until_idle(
         out = engine.step(now, until=until)
         steps.append(out)
         if out.num_steps == 0:
-            expiry = engine.next_pin_expiry()
+            expiry = engine.next_wakeup()
             if expiry is None:
                 return now, steps
             now = max(now, expiry)

@@ -29,7 +29,7 @@ def _simulate(
         until = {"single": None, "until": next_arrival, "truncate": float("inf")}[mode]
         step = engine.step(now, until=until)
         if not step.num_steps:
-            wake = min(next_arrival, engine.next_pin_expiry() or float("inf"))
+            wake = min(next_arrival, engine.next_wakeup() or float("inf"))
             assert wake != float("inf"), "engine stuck with nothing to wait for"
             now = max(now, wake)
             continue

@@ -29,7 +29,7 @@ def test_a_pinned_context_survives_pressure_that_evicts_an_unpinned_one() -> Non
 def test_a_pin_holds_blocks_until_the_first_step_after_expiry() -> None:
     engine = small_engine(num_gpu_blocks=64)
     end, _, _ = turn(engine, "a", distinct(1, 100), 3, pin_ttl_s=2.0)
-    assert engine.next_pin_expiry() == end + 2.0
+    assert engine.next_wakeup() == end + 2.0
     held = engine.metrics()
     assert held.num_pinned == 1 and held.num_free_blocks == 64 - 7
     engine.step(end + 1.9)
@@ -67,7 +67,7 @@ def test_release_pin_unpins_at_once() -> None:
     assert engine.release_pin("nobody") is False
     assert engine.release_pin("s") is True
     metrics = engine.metrics()
-    assert (metrics.num_pinned, metrics.num_free_blocks, engine.next_pin_expiry()) == (0, 64, None)
+    assert (metrics.num_pinned, metrics.num_free_blocks, engine.next_wakeup()) == (0, 64, None)
 
 
 def test_end_session_drops_its_pin_and_hash_memo() -> None:

@@ -62,6 +62,25 @@ async def test_metrics_use_vllm_names_and_the_rank_header_pins_requests(start_re
     assert after[("vllm:request_success_total", "1")] == 2
 
 
+async def test_a_host_tier_shows_in_cache_config_and_offload_metrics(start_replica: StartReplica) -> None:
+    replica = await start_replica(num_gpu_blocks=500, kv_offloading_size=2.0)
+    info = [s for f in text_string_to_metric_families(await _raw(replica, "/metrics")) for s in f.samples
+            if s.name == "vllm:cache_config_info"]
+    assert [(s.labels["kv_offloading_size"], s.labels["kv_offloading_backend"]) for s in info] == [("2.0", "native")]
+    assert (await _post(f"{replica.url}/v1/chat/completions", CHAT))[0] == 200
+    after = await _metrics(replica)
+    assert after[("vllm:kv_offload_store_bytes_total", "0")] > 0  # the prompt's full blocks were copied out
+    assert after[("vllm:external_prefix_cache_queries_total", "0")] > 0
+    assert after[("vllm:external_prefix_cache_hits_total", "0")] == 0  # the GPU still holds them
+    assert 0 < after[("vllm:kv_offload_cpu_cache_usage_perc", "0")] < 1
+
+
+async def test_without_a_host_tier_no_offload_series_are_shown(start_replica: StartReplica) -> None:
+    replica = await start_replica()
+    text = await _raw(replica, "/metrics")
+    assert "vllm:kv_offload_" not in text and 'kv_offloading_size="None"' in text
+
+
 async def _raw(replica: RunningReplica, path: str) -> str:
     async with aiohttp.ClientSession() as http, http.get(f"{replica.url}{path}") as response:
         return await response.text()
