@@ -90,12 +90,25 @@ class PlannerConfig(_Section):
     gives mean latency 603 / 661 / 873 s and p99 TTFT 113 / 61 / 39 s at 120 / 60 / 30 (vllm-ca: 1,270 s
     and 40 s). None (null) = no bound."""
 
-    reload_tokens_per_s: float | None = Field(None, gt=0)
-    """Tokens per second at which a released holder's context is rebuilt once its cache is gone. Set,
-    the tao policies release acting holders by predicted tool time left (policies/tool_time.py)."""
+    tool_time_release: bool = False
+    """Release acting holders for waiting requests by predicted tool time left, priced in the time their
+    context takes to come back (policies/tool_time.py); false: lowest value first, only where the value
+    triple's sum rises (the paper's rule)."""
 
-    release_after_reloads: float = Field(1.0, ge=0)
+    release_after_reloads: float = Field(3.0, ge=0)
     """A holder is worth releasing when its tool has at least this many reload times left."""
+
+    recompute_tokens_per_s: float = Field(10_000.0, gt=0)
+    """Rate at which a context whose cache is lost is prefilled again (Qwen3-32B TP2 on 2xH100: ~19k tok/s
+    of linear layers, half that once attention over a ~30k context is counted; engine/profiles.py)."""
+
+    host_tokens_per_s: float | None = Field(None, gt=0)
+    """The replicas' host KV tier (vLLM --kv-offloading-size): the rate a context loads back from host
+    memory (50 GB/s / 256 KiB per token ≈ 190k tok/s for Qwen3-32B); None = no host tier. With it, cache
+    credit counts a context in host memory at what its reload saves against a recompute."""
+
+    host_half_life_s: float = Field(600.0, gt=0)
+    """Host-resident credit halves every this many seconds (the host tier's LRU turnover)."""
 
 
 class StoreConfig(_Section):

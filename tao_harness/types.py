@@ -101,11 +101,14 @@ class PlannerParams:
     quantum_tokens: int = 256  # Δ: costs round up, capacities round down, to multiples of Δ
     reserve_tokens: int = 512  # added to a session's context tokens to form its admission cost w_i
     max_wait_s: float | None = None  # bound on a request's pool wait (policies/aging.py); None = no bound
-    # Tokens per second at which a holder's context is rebuilt after its cache is lost (recompute, or a
-    # host-tier reload): the price of releasing it (policies/tool_time.py). None = holders are released
-    # by value alone (the paper's rule).
-    reload_tokens_per_s: float | None = None
-    release_after_reloads: float = 1.0  # release a holder whose tool has this many reload times left
+    # Release acting holders by predicted tool time left, priced in reload time (policies/tool_time.py);
+    # False: lowest value first, only where Σ v rises (the paper's rule, policies/interrupts.py).
+    tool_time_release: bool = False
+    release_after_reloads: float = 3.0  # a holder is worth releasing with this many reload times of tool left
+    recompute_tokens_per_s: float = 10_000.0  # a lost context is rebuilt (prefilled again) at this rate
+    # The replicas' host KV tier: contexts load back from host memory at this rate; None = no host tier.
+    host_tokens_per_s: float | None = None
+    host_half_life_s: float = 600.0  # host-resident credit halves every this many seconds (host LRU turnover)
 
     def __post_init__(self) -> None:
         if _number(self.half_life_s, "half_life_s") <= 0:
@@ -115,14 +118,31 @@ class PlannerParams:
         _integer(self.reserve_tokens, "reserve_tokens")
         if self.max_wait_s is not None and _number(self.max_wait_s, "max_wait_s") <= 0:
             raise SnapshotError(f"max_wait_s: must be > 0, got {self.max_wait_s!r}")
-        if self.reload_tokens_per_s is not None and _number(self.reload_tokens_per_s, "reload_tokens_per_s") <= 0:
-            raise SnapshotError(f"reload_tokens_per_s: must be > 0, got {self.reload_tokens_per_s!r}")
+        if not isinstance(self.tool_time_release, bool):
+            raise SnapshotError(f"tool_time_release: expected true or false, got {self.tool_time_release!r}")
         _number(self.release_after_reloads, "release_after_reloads")
+        for name in ("recompute_tokens_per_s", "host_half_life_s", "host_tokens_per_s"):
+            value = getattr(self, name)
+            if value is not None and _number(value, name) <= 0:
+                raise SnapshotError(f"{name}: must be > 0, got {value!r}")
 
     @classmethod
     def from_config(cls, config: PlannerConfig) -> PlannerParams:
         return cls(config.half_life_s, config.horizon_s, config.quantum_tokens, config.reserve_tokens,
-                   config.max_wait_s, config.reload_tokens_per_s, config.release_after_reloads)
+                   config.max_wait_s, config.tool_time_release, config.release_after_reloads,
+                   config.recompute_tokens_per_s, config.host_tokens_per_s, config.host_half_life_s)
+
+    @property
+    def reload_tokens_per_s(self) -> float:
+        """How fast a released holder's context comes back: from host memory, else recomputed."""
+        return self.recompute_tokens_per_s if self.host_tokens_per_s is None else self.host_tokens_per_s
+
+    @property
+    def host_saving(self) -> float:
+        """Share of a recompute that a host-tier reload saves (0 without a host tier)."""
+        if self.host_tokens_per_s is None:
+            return 0.0
+        return max(0.0, 1.0 - self.recompute_tokens_per_s / self.host_tokens_per_s)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "params") -> PlannerParams:
@@ -186,6 +206,15 @@ class CacheEntry:
         """k = round(k0 · 2^(−max(0, now − observed_at)/h)); half-way values round to even (Python round)."""
         age = max(0.0, now - self.observed_at)
         return int(round(self.tokens * 2.0 ** (-age / half_life_s)))
+
+    def value(self, now: float, params: PlannerParams) -> int:
+        """k on the node: the GPU-resident credit, or, with a host KV tier, what reloading the prefix from
+        host memory saves against recomputing it, decaying as the host tier's LRU turns over."""
+        gpu = self.credit(now, params.half_life_s)
+        saving = params.host_saving
+        if saving <= 0.0:
+            return gpu
+        return max(gpu, int(round(saving * self.credit(now, params.host_half_life_s))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,7 +280,7 @@ class SessionView:
 
     def credit_on(self, node_id: str, now: float, params: PlannerParams) -> int:
         entry = self.cache.get(node_id)
-        return 0 if entry is None else entry.credit(now, params.half_life_s)
+        return 0 if entry is None else entry.value(now, params)
 
     def may_use(self, node_id: str) -> bool:
         return self.eligible is None or node_id in self.eligible

@@ -38,9 +38,12 @@ class BenchJob:
     seed: int
     workers: int
     policy: str
+    """The row's label: a registered policy or an ablation variant (`tao_harness.sim.variants`)."""
     replicas: int
     profile: str
     oracle_readiness: bool
+    kv_offloading_size_gib: float | None = None
+    config: Path | None = None
 
     @property
     def label(self) -> str:
@@ -62,16 +65,20 @@ def run_job(job: BenchJob) -> BenchRun:
     """Simulate one job; any failure becomes a BenchRun with `error` set (never raises)."""
     started = time.perf_counter()
     try:
-        from tao_harness.sim.config import SimConfig
+        from tao_harness.sim.config import SimConfig, sim_sections
         from tao_harness.sim.simulator import simulate
+        from tao_harness.sim.variants import variant
 
+        row = variant(job.policy)
         config = SimConfig(
-            policy=job.policy,
+            policy=row.policy,
             replicas=job.replicas,
             workers=job.workers,
             profile=job.profile,
             seed=job.seed,
-            oracle_readiness=job.oracle_readiness,
+            oracle_readiness=job.oracle_readiness or row.oracle_readiness,
+            kv_offloading_size_gib=job.kv_offloading_size_gib,
+            **sim_sections(job.config, row.planner),
         )
         result = simulate(_trace(job.source, job.is_file, job.sessions, job.seed), config)
     except Exception as exc:  # noqa: BLE001 - one broken policy must not lose the other runs
@@ -121,16 +128,19 @@ def _int_list(text: str, flag: str) -> list[int]:
 
 def _policies(text: str) -> list[str]:
     from tao_harness.policies.registry import policy_names
+    from tao_harness.sim.variants import variant_names
 
     known = policy_names()
     if text == "all":
         return list(known)
+    if text == "ablation":
+        return list(variant_names())
     chosen = list(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
-    unknown = [p for p in chosen if p not in known]
+    unknown = [p for p in chosen if p not in known and p not in variant_names()]
     if unknown or not chosen:
         raise UsageError(
             f"unknown policy {', '.join(map(repr, unknown)) or repr(text)}; "
-            f"choose from: all, {', '.join(known)}"
+            f"choose from: all, ablation, {', '.join(dict.fromkeys((*known, *variant_names())))}"
         )
     return chosen
 
@@ -163,6 +173,16 @@ def build_jobs(args: argparse.Namespace) -> tuple[list[BenchJob], BenchSettings]
         raise UsageError(f"unknown profile {args.profile!r}; choose from: {', '.join(sorted(PROFILES))}")
     if args.replicas < 1 or args.jobs < 1 or args.seed < 0:
         raise UsageError("--replicas and --jobs must be at least 1, --seed at least 0")
+    if args.kv_offloading_size is not None and args.kv_offloading_size <= 0:
+        raise UsageError("--kv-offloading-size must be positive")
+    if args.config is not None:
+        from tao_harness.config import ConfigError
+        from tao_harness.sim.config import sim_sections
+
+        try:  # a bad file fails now, not in every worker process after it
+            sim_sections(args.config)
+        except ConfigError as exc:
+            raise UsageError(f"--config: {exc}") from None
     workers, policies, sources = (
         _int_list(args.workers, "--workers"),
         _policies(args.policies),
@@ -179,6 +199,8 @@ def build_jobs(args: argparse.Namespace) -> tuple[list[BenchJob], BenchSettings]
             args.replicas,
             args.profile,
             args.oracle_readiness,
+            args.kv_offloading_size,
+            args.config,
         )
         for source, is_file, sessions in sources
         for w in workers
@@ -246,8 +268,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     compare.add_argument(
         "--policies",
         default="all",
-        help="'all' (every registered policy, ablations included) or a comma-separated list",
+        help="'all' (every registered policy), 'ablation' (TAO with one part changed at a time: no "
+        "readiness, oracle readiness, no cache credit, BFD, no wait bound, the paper's release rule; and "
+        "ThunderAgent) or a comma-separated list of policies and ablation rows",
     )
+    compare.add_argument("--kv-offloading-size", type=float, metavar="GIB",
+                         help="host KV tier per replica in GiB, as vLLM's --kv-offloading-size, the same for "
+                              "every policy (default: none)")
+    compare.add_argument("--config", type=Path, metavar="FILE",
+                         help="config file whose planner, readiness and sessions sections every run uses")
     compare.add_argument("--replicas", type=int, default=2, metavar="N", help="engine replicas (default 2)")
     compare.add_argument(
         "--profile", default="qwen3-32b-2xh100", help="engine step-time profile (default qwen3-32b-2xh100)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -23,6 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic token ids (default: 0)")
     parser.add_argument("--num-gpu-blocks", type=int, default=None, metavar="N",
                         help="KV blocks of 16 tokens per replica (default: the profile's)")
+    parser.add_argument("--kv-offloading-size", type=float, default=None, metavar="GIB",
+                        help="host KV tier per replica in GiB, as vLLM's --kv-offloading-size (default: none)")
+    parser.add_argument("--config", type=Path, metavar="FILE",
+                        help="config file whose planner, readiness and sessions sections the run uses "
+                             "(e.g. planner.max_wait_s); the planner's deadline counts CPU time")
     parser.add_argument("--oracle-readiness", action="store_true",
                         help="ablation: the readiness estimator knows every tool's true duration")
     parser.add_argument("--dump-snapshots", metavar="DIR",
@@ -32,16 +38,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Imported here so `tao --help` stays fast.
-    from tao_harness.config import PlannerConfig
-    from tao_harness.sim.config import SimConfig
+    from tao_harness.config import ConfigError
+    from tao_harness.sim.config import SimConfig, sim_sections
     from tao_harness.sim.simulator import SimError, simulate
     from tao_harness.sim.trace import TraceError, read_trace
 
     try:
+        sections = sim_sections(args.config, {"dump_snapshots": args.dump_snapshots})
+    except ConfigError as exc:
+        raise UsageError(f"--config: {exc}") from None
+    try:
         config = SimConfig(policy=args.policy, replicas=args.replicas, workers=args.workers,
                            profile=args.profile, seed=args.seed, num_gpu_blocks=args.num_gpu_blocks,
-                           oracle_readiness=args.oracle_readiness,
-                           planner=PlannerConfig(deadline_clock="cpu", dump_snapshots=args.dump_snapshots))
+                           kv_offloading_size_gib=args.kv_offloading_size,
+                           oracle_readiness=args.oracle_readiness, **sections)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise UsageError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None

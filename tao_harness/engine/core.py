@@ -80,6 +80,11 @@ class EngineCore:
         self._pins: dict[str, _Pin] = {}
         self._pending: _PendingMacroStep | None = None
 
+    @property
+    def host_tokens_per_s(self) -> float | None:
+        """Tokens per second a context loads back from the host tier; None without one."""
+        return None if self._host is None else self._host.bandwidth_bytes_per_s / self.profile.kv_bytes_per_token
+
     def _host_tier(self, config: EngineConfig) -> HostTier | None:
         if config.kv_offloading_size_gib is None:
             return None

@@ -163,7 +163,7 @@ class Scheduler:
             return
         self.loading = [(done_at, state) for done_at, state in self.loading if done_at > now]
         for state in reversed(done):
-            self.pool.cache_blocks(state.blocks, state.block_hashes, 0, len(state.blocks))
+            self.pool.cache_blocks(state.blocks, state.block_hashes, 0, state.num_computed // self.block_size)
             self.waiting.appendleft(state)
 
     def _admit(self, state: RequestState, budget: int, now: float) -> int:
@@ -205,13 +205,16 @@ class Scheduler:
         self._on_admit(state)
 
     def _start_load(self, state: RequestState, hits: Blocks, loaded: int, now: float) -> int:
-        """Blocks for the GPU hits and the `loaded` host blocks after them; the copy starts (or it waits)."""
-        if loaded > self.pool.num_free - self.pool.count_free(hits):
+        """Blocks for the whole prompt past its GPU hits, the `loaded` host blocks first; the copy starts (or
+        it waits). Taking the prompt's remaining blocks now keeps requests that hold loaded blocks from
+        filling the pool between them with none able to compute (vLLM reserves them the same way)."""
+        needed = -(-len(state.tokens) // self.block_size) - len(hits)
+        if needed > self.pool.num_free - self.pool.count_free(hits):
             return 0
         assert self.host is not None
         self.pool.touch(hits)
-        state.blocks = np.concatenate((hits, self.pool.allocate(loaded)))
-        self._took_hits(state, len(hits) * self.block_size, len(state.blocks) * self.block_size)
+        state.blocks = np.concatenate((hits, self.pool.allocate(needed)))
+        self._took_hits(state, len(hits) * self.block_size, (len(hits) + loaded) * self.block_size)
         copy_s = self.host.load(len(state.tokens) - len(hits) * self.block_size, loaded, self.block_size)
         self.loading.append((now + copy_s, state))
         return _LOADING

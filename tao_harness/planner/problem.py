@@ -70,7 +70,7 @@ def build_problem(
             for node_id, entry in session.cache.items():  # a few entries, usually: not one look-up per node
                 b = index.get(node_id)
                 if b is not None:
-                    row[b] = (entry.credit(snapshot.now, snapshot.params.half_life_s), r, t)
+                    row[b] = (entry.value(snapshot.now, snapshot.params), r, t)
         if session.eligible is not None:
             row = [v if session.may_use(node_id) else None for v, node_id in zip(row, node_ids)]
         values.append(tuple(row))

@@ -87,7 +87,7 @@ def admit_overdue(snapshot: Snapshot, kept: ValueView) -> Aged:
                         key=lambda s, node_id=node_id: (kept(s, node_id), s.id))
         for node_id in free
     }
-    if params.reload_tokens_per_s is not None:
+    if params.tool_time_release:
         acting = {node_id: sorted(holders, key=lambda h: (-tool_time_left(snapshot, h), h.id))
                   for node_id, holders in acting.items()}
     released: list[SessionView] = []

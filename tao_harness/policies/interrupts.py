@@ -63,7 +63,7 @@ def plan_interrupts(
         kept_on_node.update((s.id, kept(s, node_id)) for s in on_tools)
         acting[node_id] = sorted(on_tools, key=lambda s: (kept_on_node[s.id], s.id))
     free, releasable, interrupts, released = _restore_capacity(snapshot, holding, acting)
-    priced = snapshot.params.reload_tokens_per_s is not None
+    priced = snapshot.params.tool_time_release
     if priced:
         acting = {node_id: release_order(snapshot, holders) for node_id, holders in acting.items()}
     if len(placement) == len(waiting):

@@ -2,7 +2,7 @@
 
 An acting holder keeps its context resident for the rest of its tool call, during which that memory
 produces nothing. Released, it pays once, on return, to rebuild the context: `tokens / reload_tokens_per_s`
-seconds (a recompute, or a reload from the host KV tier). A holder is worth releasing for a waiting request
+seconds (a reload from the host KV tier where there is one, else a recompute). A holder is worth releasing for a waiting request
 when its tool has at least `release_after_reloads` such reload times left (predicted: `returns_at`, the
 conditional median of what is left of its calls); among those, the longest tool goes first.
 """
@@ -21,8 +21,7 @@ def tool_time_left(snapshot: Snapshot, holder: SessionView) -> float:
 
 def reload_s(snapshot: Snapshot, holder: SessionView) -> float:
     """Seconds to rebuild the holder's context if its cache is lost."""
-    rate = snapshot.params.reload_tokens_per_s
-    return 0.0 if rate is None else holder.tokens / rate
+    return holder.tokens / snapshot.params.reload_tokens_per_s
 
 
 def worth_releasing(snapshot: Snapshot, holder: SessionView) -> bool:

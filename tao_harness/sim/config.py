@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
-from tao_harness.config import PlannerConfig, ReadinessConfig, SessionsConfig
+from tao_harness.config import PlannerConfig, ReadinessConfig, SessionsConfig, load_config
 
 
 class SimConfig(BaseModel):
@@ -72,3 +75,14 @@ class SimConfig(BaseModel):
     @property
     def pinning_enabled(self) -> bool:
         return self.policy == "continuum" if self.pinning is None else self.pinning
+
+
+def sim_sections(path: Path | None, planner: dict[str, Any] | None = None) -> dict[str, BaseModel]:
+    """The planner, readiness and sessions sections of config file `path` (defaults without one), as a
+    simulation uses them: `planner` fields set on top, and the planner's deadline counting CPU time, so a
+    run does not depend on how busy the machine is. ConfigError names a bad file or field."""
+    config = load_config(path, {f"planner.{name}": value for name, value in (planner or {}).items()})
+    unbounded = planner is not None and "max_wait_s" in planner and planner["max_wait_s"] is None
+    fields: dict[str, Any] = {"deadline_clock": "cpu", **({"max_wait_s": None} if unbounded else {})}
+    return {"planner": config.planner.model_copy(update=fields), "readiness": config.readiness,
+            "sessions": config.sessions}

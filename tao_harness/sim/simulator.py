@@ -70,13 +70,17 @@ class Simulator:
     """One run; use `simulate()`."""
 
     def __init__(self, trace: Sequence[TraceSession], config: SimConfig) -> None:
-        self._config = config
         self._trace = sorted(trace, key=lambda s: s.arrival_s)  # stable: trace order breaks ties
-        self._policy = get_policy(config.policy, config.planner)
-        self._dump = snapshot_dump(config.planner.dump_snapshots)
         engine_config = EngineConfig(profile=config.profile, num_gpu_blocks=config.num_gpu_blocks,
                                      kv_offloading_size_gib=config.kv_offloading_size_gib)
         self._engines = [EngineCore(engine_config) for _ in range(config.replicas)]
+        host_rate = self._engines[0].host_tokens_per_s
+        if host_rate is not None and config.planner.host_tokens_per_s is None:  # the scheduler knows the tier
+            config = config.model_copy(
+                update={"planner": config.planner.model_copy(update={"host_tokens_per_s": host_rate})})
+        self._config = config
+        self._policy = get_policy(config.policy, config.planner)
+        self._dump = snapshot_dump(config.planner.dump_snapshots)
         self._node_ids = [f"r{i}" for i in range(config.replicas)]
         self._node_index = {node_id: i for i, node_id in enumerate(self._node_ids)}
         capacity = self._engines[0].metrics().num_gpu_blocks * self._engines[0].metrics().block_size
