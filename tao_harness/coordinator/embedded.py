@@ -42,7 +42,8 @@ def build_coordinator(config: TaoConfig, policy_name: str = "tao", *, use_store:
         writer = StoreWriter.from_config(store, config.store)
         log.info("history: %d families loaded from %s", len(history.families()), store.name)
     policy = get_policy(policy_name, config.planner)
-    registry = ReplicaRegistry(config.cluster.replicas)
+    registry = ReplicaRegistry(config.cluster.replicas,
+                               host_tier_configured=config.planner.host_tokens_per_s is not None)
     state = ClusterState(
         [(spec.id, spec.capacity_tokens or 0) for spec in config.cluster.replicas],
         HistoryPredictor(history, config.readiness),

@@ -51,11 +51,14 @@ class MetricsSample:
     running_requests: int
     waiting_requests: int
     kv_usage: float
+    # Host KV tier in GiB (cache_config_info's kv_offloading_size; vLLM --kv-offloading-size), None without.
+    host_tier_gib: float | None = None
 
 
 def parse_vllm_metrics(text: str, dp_rank: int | None) -> MetricsSample:
     """Read the metrics the scheduler needs; raises ValueError on text that is not Prometheus format."""
     values: dict[str, float] = {}
+    host_tier_gib: float | None = None
     per_engine: int | None = None  # Σ kv_cache_size_tokens over the engines read
     whole_server: int | None = None  # num_gpu_blocks × block_size (already a sum over engines)
     wanted_engine = str(dp_rank) if dp_rank is not None else None
@@ -68,6 +71,7 @@ def parse_vllm_metrics(text: str, dp_rank: int | None) -> MetricsSample:
                 labels = sample.labels
                 tokens, blocks, size = (labels.get(k, "") for k in ("kv_cache_size_tokens", "num_gpu_blocks",
                                                                    "block_size"))
+                host_tier_gib = _gib(labels.get("kv_offloading_size", "None"))
                 if tokens.isdigit():
                     per_engine = (per_engine or 0) + int(tokens)
                 elif blocks.isdigit() and size.isdigit():
@@ -83,7 +87,17 @@ def parse_vllm_metrics(text: str, dp_rank: int | None) -> MetricsSample:
         running_requests=int(values.get("vllm:num_requests_running", 0)),
         waiting_requests=int(values.get("vllm:num_requests_waiting", 0)),
         kv_usage=min(1.0, max(0.0, usage)),
+        host_tier_gib=host_tier_gib,
     )
+
+
+def _gib(label: str) -> float | None:
+    """vLLM renders an unset `kv_offloading_size` as "None"."""
+    try:
+        value = float(label)
+    except ValueError:
+        return None
+    return value if value > 0 else None
 
 
 @dataclass
@@ -95,6 +109,10 @@ class ReplicaRegistry:
     loads: dict[str, ReplicaLoad] = field(default_factory=dict)
     # Per replica, once a usage report came: whether any carried a cached-token count.
     reports_cached_tokens: dict[str, bool] = field(default_factory=dict)
+    # Whether the planner is told of a host KV tier (planner.host_tokens_per_s); a replica that reports one
+    # it is not told of is logged once.
+    host_tier_configured: bool = False
+    _host_tier_noted: bool = False
     _failures: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -149,6 +167,12 @@ class ReplicaRegistry:
         )
         if previous.down:
             log.info("replica %s is back up", replica_id)
+        if sample.host_tier_gib is not None and not self.host_tier_configured and not self._host_tier_noted:
+            self._host_tier_noted = True
+            log.warning("replica %s has a %g GiB host KV tier (--kv-offloading-size) the planner is not told of: "
+                        "set planner.host_tokens_per_s (host link bandwidth / KV bytes per token) so cache "
+                        "credit counts contexts in host memory and releases are priced by their reload",
+                        replica_id, sample.host_tier_gib)
         return previous.down
 
     def record_cache_report(self, replica_id: str, has_cached_tokens: bool) -> None:

@@ -49,6 +49,24 @@ def test_older_usage_metric_name_is_a_fallback() -> None:
     assert sample.kv_usage == pytest.approx(0.4) and sample.capacity_tokens is None
 
 
+def test_a_host_tier_is_read_and_logged_once_when_the_planner_is_not_told(caplog: pytest.LogCaptureFixture) -> None:
+    text = ('vllm:cache_config_info{block_size="16",engine="0",num_gpu_blocks="100",kv_offloading_size="64.0",'
+            'kv_offloading_backend="native"} 1.0\n')
+    sample = parse_vllm_metrics(text, None)
+    assert sample.host_tier_gib == 64.0
+    assert parse_vllm_metrics(VLLM_METRICS, None).host_tier_gib is None
+    assert parse_vllm_metrics(text.replace('"64.0"', '"None"'), None).host_tier_gib is None
+    specs = (ReplicaSpec(id="r0", base_url="http://x"), ReplicaSpec(id="r1", base_url="http://y"))
+    registry = ReplicaRegistry(specs)
+    for replica in ("r0", "r1", "r0"):
+        registry.record_sample(replica, sample)
+    assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+    assert "host_tokens_per_s" in caplog.records[0].message and len(caplog.records) == 1
+    caplog.clear()
+    ReplicaRegistry(specs, host_tier_configured=True).record_sample("r0", sample)
+    assert not caplog.records
+
+
 def test_not_prometheus_text_raises() -> None:
     with pytest.raises(ValueError):
         parse_vllm_metrics("<html>not metrics {</html>\n", None)
