@@ -29,7 +29,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from tao_harness.sim.workloads import WorkloadError, generate
 
     try:
-        sessions = generate(args.workload, args.sessions, args.seed)
+        sessions = generate(args.workload, args.sessions, args.seed, args.tool_calls)
     except WorkloadError as exc:
         raise UsageError(str(exc)) from None
     _write_sessions(sessions, args.output)
@@ -102,7 +102,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tao_harness.sim.workloads import WORKLOADS
+    from tao_harness.sim.workloads import REAL_TOOLS, WORKLOADS
 
     subs = parser.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", required=True)
 
@@ -113,9 +113,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         command.set_defaults(_trace_run=handler)
         return command
 
-    gen = sub("generate", "write a synthetic trace (JSON Lines) for a published workload", cmd_generate)
+    gen = sub(
+        "generate",
+        "write a synthetic trace (JSON Lines) for a published workload, or one replaying recorded tool calls",
+        cmd_generate,
+    )
     gen.add_argument(
-        "--workload", required=True, choices=WORKLOADS, help="workload whose statistics to follow"
+        "--workload",
+        required=True,
+        choices=(*WORKLOADS, REAL_TOOLS),
+        help=f"workload whose statistics to follow; {REAL_TOOLS} replays the calls of --tool-calls",
+    )
+    gen.add_argument(
+        "--tool-calls",
+        type=Path,
+        metavar="FILE",
+        help=f"recorded tool calls as `tao history export` writes them (only with --workload {REAL_TOOLS})",
     )
     gen.add_argument("--sessions", type=int, required=True, metavar="N", help="number of sessions")
     gen.add_argument(

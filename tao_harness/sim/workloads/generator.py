@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -26,7 +26,7 @@ def session_rng(seed: int, workload: str, index: int) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(workload.encode()), index])
 
 
-def _pick_index(rng: np.random.Generator, cumulative: Sequence[float]) -> int:
+def pick_index(rng: np.random.Generator, cumulative: Sequence[float]) -> int:
     # One uniform draw against cumulative weights: much cheaper than Generator.choice per call.
     return min(bisect.bisect_right(cumulative, rng.random() * cumulative[-1]), len(cumulative) - 1)
 
@@ -35,11 +35,15 @@ def _phase_cumulative(spec: WorkloadSpec) -> list[list[float]]:
     return [list(itertools.accumulate(f.weights[phase] for f in spec.families)) for phase in range(_PHASES)]
 
 
+def session_phase(turn: int, turns: int) -> int:
+    """Which third of a session (0 early, 1 middle, 2 late) turn `turn` of `turns` falls in."""
+    return min(_PHASES - 1, turn * _PHASES // max(1, turns))
+
+
 def _choose_family(
     spec: WorkloadSpec, cumulative: list[list[float]], turn: int, turns: int, rng: np.random.Generator
 ) -> ToolFamily:
-    phase = min(_PHASES - 1, turn * _PHASES // max(1, turns))
-    return spec.families[_pick_index(rng, cumulative[phase])]
+    return spec.families[pick_index(rng, cumulative[session_phase(turn, turns)])]
 
 
 def _option(rng: np.random.Generator, options: tuple[int, ...]) -> int:
@@ -67,20 +71,26 @@ def sample_tool(family: ToolFamily, world: World, rng: np.random.Generator) -> T
     )
 
 
-def generate_session(spec: WorkloadSpec, session_id: str, rng: np.random.Generator) -> TraceSession:
-    """One session: a first prompt (shared prefix + task), then turns until the sampled count or the
-    context limit."""
-    world = draw_world(spec.vocabulary, rng)
-    planned = max(1, spec.turns.sample_int(rng))
+def build_session(
+    spec: WorkloadSpec,
+    session_id: str,
+    prefix_group: str,
+    planned: int,
+    rng: np.random.Generator,
+    choose_family: Callable[[int], ToolFamily],
+    tool_for: Callable[[int, ToolFamily], TraceTool],
+) -> TraceSession:
+    """A first prompt (shared prefix + task), then `planned` - 1 tool turns and a final reply, fewer if the
+    context limit comes first. Turn k's token sizes are those of `choose_family(k)`; its tool is
+    `tool_for(k, family)`. Draws in a fixed order per turn (family, reply, tool, observation)."""
     pending_input = spec.shared_prefix_tokens + spec.task_tokens.sample_int(rng)
     final_reply = spec.final_reply_tokens.sample_int(rng)
     context = 0
     turns: list[TraceTurn] = []
-    cumulative = _phase_cumulative(spec)
     for turn in range(planned - 1):
-        family = _choose_family(spec, cumulative, turn, planned, rng)
+        family = choose_family(turn)
         reply = (family.reply_tokens or spec.reply_tokens).sample_int(rng)
-        tool = sample_tool(family, world, rng)
+        tool = tool_for(turn, family)
         observation = family.observation_tokens.sample_int(rng) + spec.turn_overhead_tokens
         if context + pending_input + reply + observation + final_reply > spec.max_context_tokens:
             break  # the agent would hit the model's context limit; it submits instead
@@ -91,7 +101,23 @@ def generate_session(spec: WorkloadSpec, session_id: str, rng: np.random.Generat
     return TraceSession(
         session=session_id,
         arrival_s=0.0,  # closed-loop batch runs: every task is available at the start (catalog S1)
-        prefix_group=spec.prefix_group,
+        prefix_group=prefix_group,
         shared_prefix_tokens=spec.shared_prefix_tokens,
         turns=tuple(turns),
+    )
+
+
+def generate_session(spec: WorkloadSpec, session_id: str, rng: np.random.Generator) -> TraceSession:
+    """One synthetic session: a sampled number of turns, each with a tool call sampled from its family."""
+    world = draw_world(spec.vocabulary, rng)
+    planned = max(1, spec.turns.sample_int(rng))
+    cumulative = _phase_cumulative(spec)
+    return build_session(
+        spec,
+        session_id,
+        spec.prefix_group,
+        planned,
+        rng,
+        choose_family=lambda turn: _choose_family(spec, cumulative, turn, planned, rng),
+        tool_for=lambda _turn, family: sample_tool(family, world, rng),
     )
