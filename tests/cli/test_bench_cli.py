@@ -152,3 +152,31 @@ def test_live_subcommand_is_registered(capsys: pytest.CaptureFixture[str]) -> No
         main(["bench", "live", "--help"])
     assert caught.value.code == 0
     assert "--router" in capsys.readouterr().out
+
+
+def test_the_ablation_rows_change_one_part_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tao_harness.cli.bench import BenchJob, run_job
+    from tao_harness.sim.variants import ABLATION, variant
+
+    labels = [row.label for row in ABLATION]
+    assert labels[0] == "tao" and "thunderagent" in labels and len(set(labels)) == len(labels)
+    assert variant("tao-no-bound").planner == {"max_wait_s": None}
+    assert variant("tao+oracle-readiness").oracle_readiness and variant("vllm-ca").policy == "vllm-ca"
+    trace = tmp_path / "tb.jsonl"
+    write_trace(generate("terminal-bench", 8, seed=3), trace)
+
+    def job(label: str, host: float | None = None) -> BenchJob:
+        return BenchJob(str(trace), True, 8, 0, 6, label, 1, "qwen3-32b-2xh100", False, host)
+
+    runs = {label: run_job(job(label)) for label in ("tao", "tao-no-bound", "tao+oracle-readiness")}
+    assert all(run.error is None and run.policy == label for label, run in runs.items())
+    assert runs["tao-no-bound"].metrics.waits_over_bound == 0  # type: ignore[union-attr]
+    hosted = run_job(job("tao", 64.0))
+    assert hosted.metrics.prefix_hit_rate >= runs["tao"].metrics.prefix_hit_rate  # type: ignore[union-attr]
+    out = tmp_path / "out"
+    assert _compare("--trace", str(trace), "--workers", "3", "--replicas", "1", "--policies", "tao-no-bound",
+                    "--kv-offloading-size", "32", "-o", str(out)) == 0
+    assert "| tao-no-bound | " in (out / "results.md").read_text()
+    capsys.readouterr()
+    assert _compare("--workload", "swe-lite", "--policies", "ablation,nope", "-o", str(tmp_path / "x")) == 2
+    assert "tao-value-release" in capsys.readouterr().err

@@ -88,3 +88,29 @@ def test_dump_snapshots_records_every_plan_for_replay(trace_file: Path, tmp_path
     assert recorded and admissions >= 3
     assert main(["plan", str(recorded[0]), "--json"]) == 0  # each one replays as it was planned
     assert json.loads(capsys.readouterr().out)["policy"] == "tao"
+
+
+def test_config_file_sets_the_planner_and_a_host_tier_changes_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "tb.jsonl"
+    write_trace(generate("terminal-bench", 8, seed=3), trace)  # contexts of 21k-73k tokens, 128k of KV
+    base = ["sim", "--trace", str(trace), "--policy", "tao", "--replicas", "1", "--workers", "6",
+            "--num-gpu-blocks", "8000", "--json"]
+
+    def run(*extra: str) -> dict:  # type: ignore[type-arg]
+        assert main([*base, *extra]) == 0
+        return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+    unbounded = tmp_path / "unbounded.yaml"
+    unbounded.write_text("planner:\n  max_wait_s: null\n  tool_time_release: true\n")
+    default, configured = run(), run("--config", str(unbounded))
+    assert default["metrics"]["waits_over_bound"] >= 0 and configured["metrics"]["waits_over_bound"] == 0
+    assert default["metrics"] != configured["metrics"]  # the file's planner fields took effect
+    hosted = run("--kv-offloading-size", "64")
+    assert hosted["config"]["kv_offloading_size_gib"] == 64.0
+    assert hosted["metrics"]["prefix_hit_rate"] > default["metrics"]["prefix_hit_rate"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("planner:\n  max_wait_s: -3\n")
+    assert main([*base, "--config", str(bad)]) == 2
+    assert "--config: config field planner.max_wait_s" in capsys.readouterr().err
