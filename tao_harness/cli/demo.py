@@ -27,6 +27,7 @@ from tao_harness.sim.trace import TraceSession
 BLOCK_TOKENS = 16  # the replica engine's KV block size
 # Room over the trace's token counts: chat template and tokenizer overhead are ~1%; the rest is headroom.
 CONTEXT_MARGIN = 1.25
+_SPARE = f"{CONTEXT_MARGIN - 1:.0%}"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="emulated time runs this many times faster than real time (default 25)")
     parser.add_argument("--num-gpu-blocks", type=int,
                         help="KV blocks (16 tokens) per replica (default: the workload's largest session with "
-                             f"{CONTEXT_MARGIN - 1:.0%} to spare, so sessions compete for memory and every one fits)")
+                             f"{_SPARE} to spare, so sessions compete for memory and every one fits)"
+                             .replace("%", "%%"))  # argparse reads help text as a %-format
     parser.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
     parser.add_argument("--db", help="history database URL (default: a fresh SQLite file in a temp dir)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -116,8 +118,13 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tao_harness.policies.registry import check_policy_name
     from tao_harness.sim.workloads import WorkloadError, generate
 
+    try:
+        check_policy_name(args.policy)  # before any replica starts
+    except ValueError as exc:
+        raise UsageError(f"--policy: {exc}") from None
     if args.sessions < 1 or args.workers < 1 or args.replicas < 1 or args.time_scale <= 0:
         raise UsageError("--sessions, --workers, --replicas and --time-scale must be positive")
     try:
@@ -131,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--num-gpu-blocks must be positive")
     elif args.num_gpu_blocks < needed:
         print(f"tao demo: warning: --num-gpu-blocks {args.num_gpu_blocks} is less than the {needed} that hold "
-              f"the largest session with {CONTEXT_MARGIN - 1:.0%} to spare: its last requests may not fit",
+              f"the largest session with {_SPARE} to spare: its last requests may not fit",
               file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="tao-demo-") as tmp:
         db_url = args.db or f"sqlite:///{Path(tmp) / 'history.db'}"
