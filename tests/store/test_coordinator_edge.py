@@ -205,3 +205,26 @@ async def test_a_session_end_delivered_late_records_when_it_ended(
     with open_store(db_url, create=False) as store, store.engine.connect() as conn:
         ends = dict(conn.execute(select(Session.id, Session.ended_at)).all())
     assert ends == {"s1": pytest.approx(run_end, abs=1e-3), "s1.i1": pytest.approx(instance_end, abs=1e-3)}
+
+
+POISON = [  # (route, body, the field a 400 names, or None when the value is fitted and stored)
+    ("/v1/events", _end("c1", session="p1", exit_code=2**63), "exit_code"),
+    ("/v1/events", _start("c1", session="p\ud800"), "session"),
+    ("/v1/events", _start("c1", session="p2", args=_nested(900)), None),
+    ("/v1/requests/done", {"session": "p3", "request_id": "r", "status": "ok", "ttft_s": 10**400}, "ttft_s"),
+    ("/v1/sessions", {"session": "p4", "labels": {"\ud800": "\ud800"}}, None),
+]
+
+
+@pytest.mark.parametrize(("path", "poison", "refused"), POISON, ids=[f"{p[0]} {i}" for i, p in enumerate(POISON)])
+async def test_a_poison_value_never_blocks_the_next_clients_valid_event(
+        db_url: str, coordinator_url: str, path: str, poison: dict[str, Any], refused: str | None) -> None:
+    async with aiohttp.ClientSession() as http:
+        status, body = await _post(http, coordinator_url + path, poison)
+        if refused:
+            assert (status, body["error"]["message"].split(":")[0]) == (400, refused)
+        else:
+            assert status == 200, body
+        status, body = await _post(http, coordinator_url + "/v1/events", _start("valid", session="other"))
+        assert (status, body) == (200, {"accepted": 1, "not_stored": 0})
+    assert _calls(db_url)["valid"].session_id == "other"
