@@ -77,3 +77,18 @@ def test_a_proxy_whose_coordinator_is_not_a_url_does_not_start(capsys: pytest.Ca
     assert tao(["proxy", "--coordinator", "notaurl", "--port", "0"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("tao proxy: error: --coordinator") and "'notaurl'" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("port", ["99999", "65536", "-5", "eighty"])
+@pytest.mark.parametrize("command", [["coordinator"], ["replica"], ["proxy", "--replica", "r0=http://127.0.0.1:9"]],
+                         ids=lambda command: command[0])
+def test_a_port_out_of_range_is_refused_before_anything_binds(
+    command: list[str], port: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 99999 was bound as 99999 - 65536 = 34463 by the coordinator
+    with pytest.raises(SystemExit) as exited:
+        tao([*command, "--port", port])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err == (f"tao {command[0]}: error: argument --port: expected a port number from 0 to 65535 "
+                   f"(0 picks a free one), got {port!r}")
