@@ -61,6 +61,17 @@ def port_number(text: str) -> int:
     return port
 
 
+def new_file(text: str) -> Path:
+    """argparse type of an output file (`-o`): its folder must exist. A typo in a folder name is an error,
+    not a new tree of folders."""
+    path = Path(text)
+    if not text or path.is_dir():
+        raise argparse.ArgumentTypeError(f"expected a file to write, got {text!r}")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: no directory {path.parent}")
+    return path
+
+
 def parse_replica_flag(text: str) -> dict[str, Any]:
     """`ID=URL[@RANK]` (e.g. `r1=http://127.0.0.1:8000@1`) -> ReplicaSpec fields."""
     rid, sep, rest = text.partition("=")

@@ -20,7 +20,14 @@ from tao_harness.config import TaoConfig
 from tao_harness.readiness.call import Forecaster
 from tao_harness.readiness.estimator import DurationHistory
 from tao_harness.store import queries, transfer
-from tao_harness.store.engine import Store, StoreError, resolve_url, sqlite_file
+from tao_harness.store.engine import (
+    Store,
+    StoreError,
+    new_sqlite_file,
+    remove_sqlite_file,
+    resolve_url,
+    sqlite_file,
+)
 from tao_harness.store.writer import StoreWriter
 
 STAT_FIELDS = ("family", "n", "mean", "p50", "p90", "p99", "max", "bound")
@@ -156,18 +163,21 @@ def cmd_import(args: argparse.Namespace) -> int:
         source = sys.stdin if str(args.file) == "-" else args.file.open(encoding="utf-8", newline="")
     except OSError as exc:
         raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+    created = new_sqlite_file(history_config(args).store.url)
     store, config = open_history(args, create=True)
     count = 0
-    with store, source:
-        stored_before = queries.count_calls(store)
-        try:
+    try:
+        with store, source:
+            stored_before = queries.count_calls(store)
             with StoreWriter.from_config(store, config.store) as writer:
                 for count, record in enumerate(transfer.read_calls(source), 1):
                     writer.submit(record)
-        except (transfer.ImportFormatError, StoreError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{args.file}: {exc}") from None
-        # A call already stored (same id) is updated in place, not added: say how many were new.
-        new = queries.count_calls(store) - stored_before
+            # A call already stored (same id) is updated in place, not added: say how many were new.
+            new = queries.count_calls(store) - stored_before
+    except (transfer.ImportFormatError, StoreError, UnicodeDecodeError) as exc:
+        if created is not None:  # the database this import created holds nothing: not left behind
+            remove_sqlite_file(created)
+        raise UsageError(f"{args.file}: {exc}") from None
     print(f"read {count} calls: {new} new, {count - new} already in {store.name}")
     return 0
 

@@ -145,7 +145,7 @@ def test_export_import_round_trip(
 
 
 def test_plot_writes_a_png(capsys: pytest.CaptureFixture[str], history_db: Path, tmp_path: Path) -> None:
-    image = tmp_path / "plots" / "out.png"
+    image = tmp_path / "out.png"  # in a folder that exists: a missing one is an error (test_cli_errors)
     code, out, _ = _run(capsys, "plot", "--db", str(history_db), "--family", "bash:pytest", "-o", str(image))
     assert code == 0 and "bash:pytest" in out
     assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
