@@ -120,7 +120,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     background = "yes" if hints.background else "no"
     bounds = f"min {_seconds(hints.min_s)}, max {_seconds(hints.max_s)}, background {background}"
     print(f"family     {estimate.family}\nhints      {bounds}")
-    print(f"predicted  {estimate.prediction.predicted_s:.3f} s (source: {estimate.prediction.source})")
+    if args.elapsed:  # conditioned on the time it has run: never a prediction below it
+        print(f"predicted  {result['predicted_s']:.3f} s in all, given it has run {args.elapsed:g} s "
+              f"(source: {result['source']}; at its start {result['predicted_at_start_s']:.3f} s)")
+    else:
+        print(f"predicted  {result['predicted_s']:.3f} s (source: {result['source']})")
     print(f"bound      {estimate.bound_s:.3f} s")
     print(f"ready      P(return within {result['horizon_s']:g} s | ran {args.elapsed:g} s) = "
           f"{result['p_return_within_horizon']:.2f}; expected left {result['remaining_s']:.3f} s")

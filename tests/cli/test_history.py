@@ -89,7 +89,7 @@ def test_predict_json_shape(capsys: pytest.CaptureFixture[str], history_db: Path
     )
     documented = {"family", "hints", "predicted_s", "source"}
     assert documented | {"bound_s", "elapsed_s", "horizon_s", "p_return_within_horizon", "remaining_s",
-                         "quantiles_s"} == set(result)
+                         "predicted_at_start_s", "quantiles_s"} == set(result)
     assert result["family"] == "bash:pytest" and result["source"] == "neighbors"
     assert result["bound_s"] >= result["quantiles_s"]["p90"] >= result["predicted_s"] > 0
     assert 0.0 <= result["p_return_within_horizon"] <= 1.0
@@ -120,6 +120,20 @@ def test_predict_json_shape(capsys: pytest.CaptureFixture[str], history_db: Path
     assert late["p_return_within_horizon"] == 1.0 and late["remaining_s"] == pytest.approx(0.5)
     code, _, err = _run(capsys, "predict", "--db", str(history_db), "--tool", "Bash", "--elapsed", "-1")
     assert code == 2 and "--elapsed" in err
+
+
+def test_a_prediction_is_conditioned_on_the_time_the_call_has_run(
+    capsys: pytest.CaptureFixture[str], history_db: Path
+) -> None:
+    ask = ["predict", "--db", str(history_db), "--tool", "Bash", "--command", "python -m pytest tests -x"]
+    fresh = _json(capsys, *ask)
+    assert fresh["predicted_s"] == fresh["predicted_at_start_s"]
+    elapsed = 2 * fresh["predicted_s"]  # past its prediction at the start: it must say longer now
+    running = _json(capsys, *ask, "--elapsed", f"{elapsed}")
+    assert running["predicted_s"] == pytest.approx(elapsed + running["remaining_s"]) and running["predicted_s"] > elapsed
+    assert running["predicted_at_start_s"] == fresh["predicted_s"]
+    code, out, _ = _run(capsys, *ask, "--elapsed", f"{elapsed}")
+    assert code == 0 and f"predicted  {running['predicted_s']:.3f} s in all, given it has run {elapsed:g} s" in out
 
 
 def test_predict_text(capsys: pytest.CaptureFixture[str], history_db: Path) -> None:
@@ -259,7 +273,8 @@ def test_subprocess_cli(history_db: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)
-    assert shown["p_return_within_horizon"] == 0.0 and shown["bound_s"] == 3.0  # not before 3 s
+    assert shown["p_return_within_horizon"] == 0.0  # not before 3 s
+    assert 3.0 < shown["bound_s"] < 3.5  # a sleep returns a little after its N: its bound covers that
     assert {k: shown[k] for k in ("family", "hints", "predicted_s", "source")} == {
         "family": "bash:sleep",
         "hints": {"min_s": 3.0, "max_s": 10.0, "background": False},
