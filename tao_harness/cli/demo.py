@@ -112,7 +112,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
     failures: dict[str, int] = summary["failures"]
     rows = [(key, value) for key, value in summary.items() if key not in ("db", "failures")]
     print(format_table(rows, ["metric", "value"]))
-    print(f"\nTimes ending in _s, wall_s aside, are emulated seconds: the replicas and agents ran "
+    print(f"\nTimes ending in _s are emulated seconds (wall_s aside; decode_tok_s is a rate, tokens per "
+          f"emulated second): the replicas and agents ran "
           f"{summary['time_scale']:g}x faster than real time, so the makespan of {summary['makespan_s']:.0f} "
           f"emulated s took {summary['wall_s']:.0f} s on the wall clock. mean_latency_s is a whole session's "
           f"(start to end, as the paper's task latency); TTFTs are per request.")

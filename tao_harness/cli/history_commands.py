@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -31,6 +32,11 @@ from tao_harness.store.engine import (
 from tao_harness.store.writer import StoreWriter
 
 STAT_FIELDS = ("family", "n", "mean", "p50", "p90", "p99", "max", "bound")
+# The table's headers name the unit, as the other tables' do (the JSON keys stay the fields' names).
+TABLE_HEADERS = ("family", "n", *(f"{name}_s" for name in STAT_FIELDS[2:]))
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _history(store: Store, config: TaoConfig) -> DurationHistory:
@@ -49,7 +55,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows, sys.stdout)
     else:
-        print(format_table([[row[name] for name in STAT_FIELDS] for row in rows], STAT_FIELDS))
+        print(format_table([[row[name] for name in STAT_FIELDS] for row in rows], TABLE_HEADERS))
     return 0
 
 
@@ -81,9 +87,12 @@ def cmd_calls(args: argparse.Namespace) -> int:
 
 
 def _short(text: str | None, width: int = 60) -> str | None:
-    if text is None or len(text) <= width:
-        return text
-    return text[: width - 1] + "…"
+    """`text` on one line of at most `width` characters: a multi-line command (a heredoc, a script) broke
+    the table's rows; its line breaks show as ⏎ and other control characters as spaces."""
+    if text is None:
+        return None
+    flat = _CONTROL.sub(" ", " ⏎ ".join(line.strip() for line in text.strip().splitlines()))
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def _tool_args(raw: str | None) -> dict[str, Any] | None:

@@ -103,3 +103,13 @@ def test_a_failed_request_says_why() -> None:
     fine = TurnResult(0.0, 0.1, 0.2, 10, 0, 5, None, ok=True)
     results = [SessionResult("a", turns=[fine, failed]), SessionResult("b", turns=[failed], error="TimeoutError: ")]
     assert failure_reasons(results) == {reason: 2, "TimeoutError: ": 1}
+
+
+def test_the_summary_does_not_call_a_rate_seconds(capsys: pytest.CaptureFixture[str]) -> None:
+    from tao_harness.cli.demo import _print_summary
+
+    _print_summary({"makespan_s": 600.0, "decode_tok_s": 120.0, "wall_s": 24.0, "time_scale": 25.0,
+                    "failures": {}, "db": "x.db"})
+    note = capsys.readouterr().out.split("\n\n", 1)[1]
+    assert note.startswith("Times ending in _s are emulated seconds (wall_s aside; decode_tok_s is a rate, "
+                           "tokens per emulated second)")

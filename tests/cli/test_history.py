@@ -56,16 +56,9 @@ def test_tools_lists_every_family(capsys: pytest.CaptureFixture[str], history_db
     assert pytest_row["p50"] <= pytest_row["p90"] <= pytest_row["p99"] <= pytest_row["max"]
     assert pytest_row["bound"] > pytest_row["mean"]
     code, text, _ = _run(capsys, "tools", "--db", str(history_db))
+    # the table's headers name the unit (the JSON keys above stay the fields' names)
     assert code == 0 and text.splitlines()[0].split() == [
-        "family",
-        "n",
-        "mean",
-        "p50",
-        "p90",
-        "p99",
-        "max",
-        "bound",
-    ]
+        "family", "n", "mean_s", "p50_s", "p90_s", "p99_s", "max_s", "bound_s"]
 
 
 def test_calls_filters(capsys: pytest.CaptureFixture[str], history_db: Path) -> None:
@@ -383,3 +376,18 @@ def test_plot_axes_of_a_single_call_family_hold_a_labelled_decade() -> None:
         low, high = _axis_range(value, value)
         assert low < value < high
         assert any(low <= 10.0**power <= high for power in range(-5, 5)), (value, low, high)
+
+
+def test_calls_keeps_a_multi_line_command_on_its_row(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from tao_harness.store.records import ToolCallRecord
+
+    db = tmp_path / "h.db"
+    heredoc = "cat <<'EOF' > train.py\nimport torch\n\tprint(1)\nEOF"
+    with open_store(str(db)) as store, StoreWriter(store) as writer:
+        writer.submit_many([ToolCallRecord(id=f"c{i}", session_id="s1", tool_name="Bash", family="bash:cat",
+                                           command=heredoc, started_at=100.0 + i, duration_s=0.1)
+                            for i in range(3)])
+    code, out, _ = _run(capsys, "calls", "--db", str(db))
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 2 + 3  # header, rule, one line per call
+    assert all(line.endswith("cat <<'EOF' > train.py ⏎ import torch ⏎ print(1) ⏎ EOF") for line in lines[2:])
