@@ -13,7 +13,7 @@ UV := $(VENV)/bin/uv
 INSTALL := $(UV) pip install --python $(VENV)/bin/python -c constraints.txt
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-vllm vllm clean agents
+.PHONY: setup demo test test-latest test-vllm vllm clean agents
 
 setup: $(TEST_STAMP)
 
@@ -37,6 +37,20 @@ demo: $(STAMP)
 
 test: $(TEST_STAMP) agents
 	$(VENV)/bin/python scripts/run_tests.py -m "not real_vllm" $(PYTEST_ARGS)
+
+# The newest versions pyproject.toml allows, as `pip install .` gives a user (no constraints file), in a
+# virtualenv of their own, upgraded on every run: the --json commands (stdout must stay JSON alone; highspy
+# 1.16's banner broke it) and the planner's tests of what HiGHS solves. Numba compiles into a cache of
+# its own there, so the two environments' builds do not replace each other's. About 2 minutes.
+LATEST_VENV := .venv-latest
+LATEST_TESTS := tests/test_json_output.py tests/planner/test_plan_cli.py tests/planner/test_k_mip.py \
+	tests/planner/test_k_level.py
+
+test-latest: $(UV)
+	test -x $(LATEST_VENV)/bin/python || $(UV) venv --python $(VENV)/bin/python $(LATEST_VENV)
+	$(UV) pip install --python $(LATEST_VENV)/bin/python --upgrade -e '.[test]'
+	NUMBA_CACHE_DIR=$(LATEST_VENV)/numba-cache $(LATEST_VENV)/bin/python -m pytest -n 2 -p no:cacheprovider \
+		$(LATEST_TESTS) $(PYTEST_ARGS)
 
 # The real-vLLM tier (tests/real_vllm): real vLLM servers, started once per run and shared, so one
 # pytest process (no xdist workers, each of which would start its own servers).
@@ -90,4 +104,4 @@ $(TINY_MODEL)/.built: $(VLLM_STAMP) scripts/vllm/build_tiny_model.py
 	touch $@
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(LATEST_VENV) build *.egg-info

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from tao_harness.cli.main import main as tao
-from tao_harness.store.engine import open_store
+from tao_harness.store.engine import open_store, remove_sqlite_file
 from tao_harness.store.records import ToolCallRecord
 from tao_harness.store.synthetic import generate_history
 from tao_harness.store.writer import StoreWriter
@@ -39,12 +39,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=42, help="generator seed")
     args = parser.parse_args()
 
-    for stale in (
-        args.db,
-        args.db.with_name(args.db.name + "-wal"),
-        args.db.with_name(args.db.name + "-shm"),
-    ):
-        stale.unlink(missing_ok=True)
+    remove_sqlite_file(args.db)
+    args.db.parent.mkdir(parents=True, exist_ok=True)  # out/demo by default: the store makes no folders
     started = time.perf_counter()
     records = generate_history(
         args.sessions, seed=args.seed, start=time.time() - 3 * 86_400, span_s=2 * 86_400

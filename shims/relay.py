@@ -30,6 +30,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from tao_harness.coordinator.inputs import BadRequest, ended_at_field
 from tao_harness.events import EventError, event_to_json, events_from_body, fit_for_store
 from tao_harness.shims.claude_code.hooks import CLAUDE_HOOK_PATH, ClaudeHookTranslator
 from tao_harness.shims.forwarder import Forwarder
@@ -50,8 +51,10 @@ class SessionInfo:
                 "started_at": self.started_at, "harness_session_id": self.harness_session_id}
 
 
-def session_end_path(session: str) -> str:
-    return f"/v1/sessions/{quote(session, safe='')}/end"
+def session_end_request(session: str, ended_at: float) -> tuple[str, dict[str, Any]]:
+    """The coordinator request (path, body) that ends `session`. It carries its own time: delivered late
+    (retried, or from the spool), it still records when the session ended, not when it arrived."""
+    return f"/v1/sessions/{quote(session, safe='')}/end", {"ended_at": ended_at}
 
 
 @dataclass
@@ -111,7 +114,13 @@ async def post_session(request: web.Request) -> web.Response:
 
 
 async def end_session(request: web.Request) -> web.Response:
-    request.app[RELAY].forwarder.submit(session_end_path(request.match_info["session"]), {})
+    """The shim's `ended_at` when it sends one (the mini-SWE-agent launcher does), else now."""
+    state = request.app[RELAY]
+    try:
+        ended_at = ended_at_field(await _json_body(request) if request.can_read_body else {}, state.clock)
+    except BadRequest as exc:
+        return _bad_request(str(exc))
+    state.forwarder.submit(*session_end_request(request.match_info["session"], ended_at))
     return web.json_response({"status": "ok"})
 
 

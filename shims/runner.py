@@ -35,7 +35,7 @@ from tao_harness.serving import start_site
 from tao_harness.shims.endpoints import open_endpoints
 from tao_harness.shims.forwarder import Forwarder
 from tao_harness.shims.launch import Harness, Launch, LaunchContext, prepare_launch
-from tao_harness.shims.relay import RelayState, SessionInfo, build_relay_app, session_end_path
+from tao_harness.shims.relay import RelayState, SessionInfo, build_relay_app, session_end_request
 from tao_harness.shims.spool import SpoolWriter, default_spool_dir
 from tao_harness.store.redact import redactor_from
 
@@ -194,8 +194,9 @@ async def run_agent(plan: RunPlan) -> int:
             await relay_runner.cleanup()
             following.cancel()
             await asyncio.gather(following, return_exceptions=True)
-            jobs.close(time.time())
-            forwarder.submit(session_end_path(plan.session), {})
+            ended_at = time.time()
+            jobs.close(ended_at)
+            forwarder.submit(*session_end_request(plan.session, ended_at))
             await forwarder.close(settings.final_delivery_s)
             if backlog is not None:
                 # Older runs' spool: finish it if it is quick, otherwise the next run continues it.

@@ -43,6 +43,9 @@ def resolve_url(url: str | None) -> URL:
     """A SQLAlchemy URL from `url`; None means the default file, a bare path means a SQLite file."""
     if url is None:
         return make_url(f"sqlite:///{default_path()}")
+    if not url.strip():  # a bare path of "" would name the current directory
+        raise StoreError("the database URL is empty: give a SQLite file path or a URL "
+                         "(sqlite:///..., postgresql+psycopg://...)")
     if "://" not in url:
         return make_url(f"sqlite:///{Path(url).expanduser().resolve()}")
     try:
@@ -56,6 +59,22 @@ def sqlite_file(url: URL) -> Path | None:
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         return Path(url.database)
     return None
+
+
+def new_sqlite_file(url: str | None) -> Path | None:
+    """The SQLite file `url` names if it does not exist yet: what a command that fails should remove
+    (`remove_sqlite_file`) rather than leave an empty database behind. None for anything else."""
+    try:
+        path = sqlite_file(resolve_url(url))
+    except StoreError:
+        return None
+    return path if path is not None and not path.exists() else None
+
+
+def remove_sqlite_file(path: Path) -> None:
+    """Remove a SQLite database with its write-ahead log and shared-memory files."""
+    for name in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        name.unlink(missing_ok=True)
 
 
 def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -163,7 +182,10 @@ def open_store(url: str | None = None, *, create: bool = True, pool_size: int = 
     if path is not None and not path.exists():
         if not create:
             raise StoreError(f"no history database at {path} (pass --db or set TAO_DB_URL)")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if url is None:  # the user data directory is ours to create
+            path.parent.mkdir(parents=True, exist_ok=True)
+        elif not path.parent.is_dir():  # a typo in a folder: an error, not a new tree of folders
+            raise StoreError(f"cannot create the database {path}: no directory {path.parent}")
     try:
         engine = _make_engine(resolved, pool_size)
     except (ArgumentError, ImportError) as exc:

@@ -17,7 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    # inf and nan are refused in every number: `planner.max_wait_s = inf` passed validation, then every
+    # plan failed (a snapshot's numbers must be finite). An absent bound is null (None) where one is allowed.
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True, allow_inf_nan=False)
 
 
 class ReadinessConfig(_Section):
@@ -88,7 +90,7 @@ class PlannerConfig(_Section):
     node until they finish, which the bound does not cover. A tighter bound interrupts more holders, so
     it costs cache hits when replicas are oversubscribed: simulated swe-lite at 64 workers on 2 replicas
     gives mean latency 603 / 661 / 873 s and p99 TTFT 113 / 61 / 39 s at 120 / 60 / 30 (vllm-ca: 1,270 s
-    and 40 s). None (null) = no bound."""
+    and 40 s). None (null) = no bound (not inf, which is refused like every non-finite number)."""
 
     tool_time_release: bool = False
     """Release acting holders for waiting requests by predicted tool time left, priced in the time their

@@ -40,3 +40,15 @@ def test_yaml_and_errors_name_the_field(tmp_path: Path) -> None:
         load_config(path, environ={})
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "missing.toml", environ={})
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan"])
+def test_a_number_that_is_not_finite_is_refused_naming_the_field(tmp_path: Path, value: str) -> None:
+    # max_wait_s = inf passed, then every plan failed on its snapshot; no bound is null, as documented
+    path = tmp_path / "tao.toml"
+    path.write_text(f"[planner]\nmax_wait_s = {value}\n")
+    with pytest.raises(ConfigError, match="planner.max_wait_s: Input should be a finite number"):
+        load_config(path, environ={})
+    unbounded = tmp_path / "tao.yaml"
+    unbounded.write_text("planner:\n  max_wait_s: null\n")
+    assert load_config(unbounded, environ={}).planner.max_wait_s is None

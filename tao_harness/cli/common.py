@@ -49,6 +49,29 @@ def format_table(rows: Iterable[Sequence[Any]], headers: Sequence[str]) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in body)])
 
 
+def port_number(text: str) -> int:
+    """argparse type of a `--port`: 0 (a free port) to 65535. A larger number was bound modulo 65536."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"expected a port number from 0 to 65535 (0 picks a free one), got {text!r}")
+    return port
+
+
+def new_file(text: str) -> Path:
+    """argparse type of an output file (`-o`): its folder must exist. A typo in a folder name is an error,
+    not a new tree of folders."""
+    path = Path(text)
+    if not text or path.is_dir():
+        raise argparse.ArgumentTypeError(f"expected a file to write, got {text!r}")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: no directory {path.parent}")
+    return path
+
+
 def parse_replica_flag(text: str) -> dict[str, Any]:
     """`ID=URL[@RANK]` (e.g. `r1=http://127.0.0.1:8000@1`) -> ReplicaSpec fields."""
     rid, sep, rest = text.partition("=")

@@ -8,14 +8,15 @@ import os
 import time
 from pathlib import Path
 
-from tao_harness.cli.common import UsageError, cluster_config_from_args
+from tao_harness.cli.common import UsageError, cluster_config_from_args, port_number
 from tao_harness.clock import ScaledClock
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="TOML or YAML config file ([cluster], [planner], ...)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8300, help="port to bind; 0 picks a free one (default 8300)")
+    parser.add_argument("--port", type=port_number, default=8300,
+                        help="port to bind; 0 picks a free one (default 8300)")
     parser.add_argument("--replica", action="append", default=[], metavar="ID=URL[@RANK]",
                         help="a replica to schedule onto (repeatable); adds to the config file's list")
     parser.add_argument("--policy", default="tao", help="scheduling policy (see `tao plan --help`; default tao)")

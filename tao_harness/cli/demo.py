@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import shlex
+import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -27,6 +28,8 @@ from tao_harness.sim.trace import TraceSession
 BLOCK_TOKENS = 16  # the replica engine's KV block size
 # Room over the trace's token counts: chat template and tokenizer overhead are ~1%; the rest is headroom.
 CONTEXT_MARGIN = 1.25
+DEMO_DB_NAME = "demo-history.db"  # beside the default history.db, never it: a demo's emulated times stay apart
+_SPARE = f"{CONTEXT_MARGIN - 1:.0%}"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,9 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="emulated time runs this many times faster than real time (default 25)")
     parser.add_argument("--num-gpu-blocks", type=int,
                         help="KV blocks (16 tokens) per replica (default: the workload's largest session with "
-                             f"{CONTEXT_MARGIN - 1:.0%} to spare, so sessions compete for memory and every one fits)")
+                             f"{_SPARE} to spare, so sessions compete for memory and every one fits)"
+                             .replace("%", "%%"))  # argparse reads help text as a %-format
     parser.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
-    parser.add_argument("--db", help="history database URL (default: a fresh SQLite file in a temp dir)")
+    parser.add_argument("--db", help=f"history database URL (default: {DEMO_DB_NAME} in the user data directory, "
+                                      "kept after the run and replaced by the next)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -107,7 +112,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
     failures: dict[str, int] = summary["failures"]
     rows = [(key, value) for key, value in summary.items() if key not in ("db", "failures")]
     print(format_table(rows, ["metric", "value"]))
-    print(f"\nTimes ending in _s, wall_s aside, are emulated seconds: the replicas and agents ran "
+    print(f"\nTimes ending in _s are emulated seconds (wall_s aside; decode_tok_s is a rate, tokens per "
+          f"emulated second): the replicas and agents ran "
           f"{summary['time_scale']:g}x faster than real time, so the makespan of {summary['makespan_s']:.0f} "
           f"emulated s took {summary['wall_s']:.0f} s on the wall clock. mean_latency_s is a whole session's "
           f"(start to end, as the paper's task latency); TTFTs are per request.")
@@ -116,8 +122,13 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tao_harness.policies.registry import check_policy_name
     from tao_harness.sim.workloads import WorkloadError, generate
 
+    try:
+        check_policy_name(args.policy)  # before any replica starts
+    except ValueError as exc:
+        raise UsageError(f"--policy: {exc}") from None
     if args.sessions < 1 or args.workers < 1 or args.replicas < 1 or args.time_scale <= 0:
         raise UsageError("--sessions, --workers, --replicas and --time-scale must be positive")
     try:
@@ -131,18 +142,40 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--num-gpu-blocks must be positive")
     elif args.num_gpu_blocks < needed:
         print(f"tao demo: warning: --num-gpu-blocks {args.num_gpu_blocks} is less than the {needed} that hold "
-              f"the largest session with {CONTEXT_MARGIN - 1:.0%} to spare: its last requests may not fit",
+              f"the largest session with {_SPARE} to spare: its last requests may not fit",
               file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="tao-demo-") as tmp:
-        db_url = args.db or f"sqlite:///{Path(tmp) / 'history.db'}"
-        _check_store(db_url)
-        summary = asyncio.run(_demo(args, trace, db_url))
-        if args.json:
-            print_json(summary)
-            return 0
-        _print_summary(summary)
-        from tao_harness.cli.main import main as tao_main
+    db_url = args.db or str(_fresh_demo_database())
+    _check_store(db_url)
+    summary = asyncio.run(_demo(args, trace, db_url))
+    if args.json:
+        print_json(summary)
+        return 0
+    _print_summary(summary)
+    from tao_harness.cli.main import main as tao_main
 
-        print("\nTool-duration history recorded during the run (`tao history tools`):")
-        tao_main(["history", "tools", "--db", db_url])
+    print(f"\nTool-duration history recorded during the run, kept in {db_url}:\n"
+          f"$ {_tao_command()} history tools --db {shlex.quote(db_url)}")
+    tao_main(["history", "tools", "--db", db_url])
     return 0
+
+
+def _fresh_demo_database() -> Path:
+    """The default database: in the user data directory, the previous run's removed."""
+    from tao_harness.store.engine import default_path, remove_sqlite_file
+
+    path = default_path().with_name(DEMO_DB_NAME)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_sqlite_file(path)
+    return path
+
+
+def _tao_command() -> str:
+    """How the user runs `tao`: `tao` when it is on PATH, else this environment's (`.venv/bin/tao`)."""
+    here = Path(sys.executable).with_name("tao")
+    on_path = shutil.which("tao")
+    if on_path is not None and Path(on_path).resolve() == here.resolve():
+        return "tao"
+    try:
+        return shlex.quote(str(here.relative_to(Path.cwd())))
+    except ValueError:
+        return shlex.quote(str(here))

@@ -14,7 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from tao_harness.cli import history_commands as commands
 from tao_harness.cli import history_accuracy, history_spool
-from tao_harness.cli.common import UsageError, add_store_options
+from tao_harness.cli.common import UsageError, add_store_options, new_file
 from tao_harness.store.transfer import FORMATS
 
 
@@ -81,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     export = sub("export", "write every tool call as CSV or JSON Lines", commands.cmd_export, json_flag=False)
     export.add_argument("--format", choices=FORMATS, default="jsonl", help="file format (default jsonl)")
-    export.add_argument("-o", "--output", type=Path, help="output file (default: standard output)")
+    export.add_argument("-o", "--output", type=new_file, help="output file (default: standard output)")
     imp = sub(
         "import",
         "read calls written by `tao history export` (CSV or JSON Lines)",
@@ -97,7 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     plot.add_argument(
         "--max-families", type=_positive_int, default=8, help="plot at most this many, most frequent first"
     )
-    plot.add_argument("-o", "--output", type=Path, required=True, help="image file to write (e.g. out.png)")
+    plot.add_argument("-o", "--output", type=new_file, required=True, help="image file to write (e.g. out.png)")
     accuracy = sub(
         "accuracy",
         "replay stored calls in time order: the forecast beside the baselines (MAE, share within 0.5 s, "

@@ -14,9 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 
-from tao_harness.cli.common import format_table, open_history, print_json
+from tao_harness.cli.common import format_table, new_file, open_history, print_json
 from tao_harness.readiness.accuracy import CallSample, replay_accuracy, session_folds
 from tao_harness.readiness.accuracy_report import AccuracyReport, GroupAccuracy
 from tao_harness.store import queries
@@ -31,7 +30,7 @@ def add_arguments(command: argparse.ArgumentParser) -> None:
                          help="leave out sessions whose id starts with PREFIX (repeatable)")
     command.add_argument("--folds", type=int, default=1, metavar="K",
                          help="replay K groups of whole sessions separately, each from an empty history")
-    command.add_argument("-o", "--output", type=Path, help="also draw the reliability diagram and MAEs (PNG)")
+    command.add_argument("-o", "--output", type=new_file, help="also draw the reliability diagram and MAEs (PNG)")
 
 
 def selected(samples: Iterable[CallSample], include: list[str], exclude: list[str]) -> Iterator[CallSample]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -20,10 +21,22 @@ from tao_harness.config import TaoConfig
 from tao_harness.readiness.call import Forecaster
 from tao_harness.readiness.estimator import DurationHistory
 from tao_harness.store import queries, transfer
-from tao_harness.store.engine import Store, StoreError, resolve_url, sqlite_file
+from tao_harness.store.engine import (
+    Store,
+    StoreError,
+    new_sqlite_file,
+    remove_sqlite_file,
+    resolve_url,
+    sqlite_file,
+)
 from tao_harness.store.writer import StoreWriter
 
 STAT_FIELDS = ("family", "n", "mean", "p50", "p90", "p99", "max", "bound")
+# The table's headers name the unit, as the other tables' do (the JSON keys stay the fields' names).
+TABLE_HEADERS = ("family", "n", *(f"{name}_s" for name in STAT_FIELDS[2:]))
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _history(store: Store, config: TaoConfig) -> DurationHistory:
@@ -42,7 +55,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows, sys.stdout)
     else:
-        print(format_table([[row[name] for name in STAT_FIELDS] for row in rows], STAT_FIELDS))
+        print(format_table([[row[name] for name in STAT_FIELDS] for row in rows], TABLE_HEADERS))
     return 0
 
 
@@ -74,9 +87,12 @@ def cmd_calls(args: argparse.Namespace) -> int:
 
 
 def _short(text: str | None, width: int = 60) -> str | None:
-    if text is None or len(text) <= width:
-        return text
-    return text[: width - 1] + "…"
+    """`text` on one line of at most `width` characters: a multi-line command (a heredoc, a script) broke
+    the table's rows; its line breaks show as ⏎ and other control characters as spaces."""
+    if text is None:
+        return None
+    flat = _CONTROL.sub(" ", " ⏎ ".join(line.strip() for line in text.strip().splitlines()))
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def _tool_args(raw: str | None) -> dict[str, Any] | None:
@@ -113,7 +129,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     background = "yes" if hints.background else "no"
     bounds = f"min {_seconds(hints.min_s)}, max {_seconds(hints.max_s)}, background {background}"
     print(f"family     {estimate.family}\nhints      {bounds}")
-    print(f"predicted  {estimate.prediction.predicted_s:.3f} s (source: {estimate.prediction.source})")
+    if args.elapsed:  # conditioned on the time it has run: never a prediction below it
+        print(f"predicted  {result['predicted_s']:.3f} s in all, given it has run {args.elapsed:g} s "
+              f"(source: {result['source']}; at its start {result['predicted_at_start_s']:.3f} s)")
+    else:
+        print(f"predicted  {result['predicted_s']:.3f} s (source: {result['source']})")
     print(f"bound      {estimate.bound_s:.3f} s")
     print(f"ready      P(return within {result['horizon_s']:g} s | ran {args.elapsed:g} s) = "
           f"{result['p_return_within_horizon']:.2f}; expected left {result['remaining_s']:.3f} s")
@@ -156,18 +176,21 @@ def cmd_import(args: argparse.Namespace) -> int:
         source = sys.stdin if str(args.file) == "-" else args.file.open(encoding="utf-8", newline="")
     except OSError as exc:
         raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+    created = new_sqlite_file(history_config(args).store.url)
     store, config = open_history(args, create=True)
     count = 0
-    with store, source:
-        stored_before = queries.count_calls(store)
-        try:
+    try:
+        with store, source:
+            stored_before = queries.count_calls(store)
             with StoreWriter.from_config(store, config.store) as writer:
                 for count, record in enumerate(transfer.read_calls(source), 1):
                     writer.submit(record)
-        except (transfer.ImportFormatError, StoreError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{args.file}: {exc}") from None
-        # A call already stored (same id) is updated in place, not added: say how many were new.
-        new = queries.count_calls(store) - stored_before
+            # A call already stored (same id) is updated in place, not added: say how many were new.
+            new = queries.count_calls(store) - stored_before
+    except (transfer.ImportFormatError, StoreError, UnicodeDecodeError) as exc:
+        if created is not None:  # the database this import created holds nothing: not left behind
+            remove_sqlite_file(created)
+        raise UsageError(f"{args.file}: {exc}") from None
     print(f"read {count} calls: {new} new, {count - new} already in {store.name}")
     return 0
 

@@ -61,7 +61,6 @@ def plot_durations(samples: Iterable[tuple[str, float]], output: Path, *, max_fa
             axis.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on narrow log ranges
             axis.set_xlabel("duration (s)")
         figure.tight_layout()
-        output.parent.mkdir(parents=True, exist_ok=True)
         figure.savefig(output, dpi=100)
     finally:
         plt.close(figure)
@@ -98,7 +97,6 @@ def plot_accuracy(report: AccuracyReport, output: Path) -> None:
         right.set(ylabel="MAE (s)", yscale="log", title="duration MAE by harness (replayed in time order)")
         right.legend(fontsize=8)
         figure.tight_layout()
-        output.parent.mkdir(parents=True, exist_ok=True)
         figure.savefig(output, dpi=100)
     finally:
         plt.close(figure)

@@ -39,7 +39,9 @@ def store_records(path: str, body: dict[str, Any], spooled_at: float) -> Iterato
             labels=None if labels is None else fit_json(labels),
             started_at=finite("started_at", started) if isinstance(started, (int, float)) else spooled_at)
     elif (match := _SESSION_END.match(path)) is not None:
-        yield SessionRecord(id=identifier("session", unquote(match.group(1))), ended_at=spooled_at)
+        ended = body.get("ended_at")  # absent from spools of older runs
+        yield SessionRecord(id=identifier("session", unquote(match.group(1))),
+                            ended_at=finite("ended_at", ended) if isinstance(ended, (int, float)) else spooled_at)
     else:
         raise EventError(f"path: no store rows for {path!r}")
 

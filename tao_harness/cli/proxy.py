@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tao_harness.cli.common import UsageError, check_http_url, cluster_config_from_args
+from tao_harness.cli.common import UsageError, check_http_url, cluster_config_from_args, port_number
 from tao_harness.config import TaoConfig
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="TOML or YAML config file ([proxy], [cluster] sections)")
     parser.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, help="port to bind; 0 picks a free one (default 8400)")
+    parser.add_argument("--port", type=port_number, help="port to bind; 0 picks a free one (default 8400)")
     parser.add_argument("--coordinator", help="coordinator URL (env TAO_COORDINATOR_URL); without one the "
                         "proxy routes by cache affinity only")
     parser.add_argument("--replica", action="append", default=[], metavar="ID=URL[@RANK]",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from tao_harness.cli.common import UsageError, format_table, print_json
+from tao_harness.cli.common import UsageError, format_table, port_number, print_json
 from tao_harness.config import ConfigError, ReplicaConfig, load_config
 from tao_harness.serving import LISTEN_BACKLOG, freeze_startup_objects
 
@@ -23,7 +23,7 @@ from tao_harness.serving import LISTEN_BACKLOG, freeze_startup_objects
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="TOML or YAML config file (its [replica] section)")
     parser.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, help="port to bind; 0 picks a free one (default 8000)")
+    parser.add_argument("--port", type=port_number, help="port to bind; 0 picks a free one (default 8000)")
     parser.add_argument(
         "--data-parallel-size",
         type=int,

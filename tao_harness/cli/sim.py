@@ -12,7 +12,7 @@ from tao_harness.cli.common import UsageError, format_table, print_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trace", required=True, metavar="FILE",
+    parser.add_argument("--trace", type=Path, required=True, metavar="FILE",
                         help="JSON Lines trace, one agent session per line (see README, Traces)")
     parser.add_argument("--policy", required=True, metavar="NAME",
                         help="scheduling policy, e.g. tao, thunderagent, vllm-ca (`tao plan --help` lists them)")
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from tao_harness.config import ConfigError
     from tao_harness.sim.config import SimConfig, sim_sections
     from tao_harness.sim.simulator import SimError, simulate
-    from tao_harness.sim.trace import TraceError, read_trace
+    from tao_harness.cli.trace import load_trace
 
     try:
         sections = sim_sections(args.config, {"dump_snapshots": args.dump_snapshots})
@@ -55,10 +55,10 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         first = exc.errors()[0]
         raise UsageError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None
+    trace = load_trace(args.trace)
     try:
-        trace = read_trace(args.trace)
         result = simulate(trace, config)
-    except (TraceError, SimError, ValueError) as exc:
+    except (SimError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     metrics = result.metrics.to_json()
     if args.json:

@@ -8,7 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from tao_harness.cli.common import UsageError, add_store_options, format_table, open_history, print_json
+from tao_harness.cli.common import (
+    UsageError,
+    add_store_options,
+    format_table,
+    new_file,
+    open_history,
+    print_json,
+)
 from tao_harness.sim.trace import TraceError, dump_trace, read_trace
 from tao_harness.sim.trace_stats import NOMINAL_DECODE_TOK_S, Distribution, TraceStats, trace_stats
 
@@ -134,7 +141,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     gen.add_argument(
         "--seed", type=int, default=0, metavar="S", help="random seed; same seed, same trace (default 0)"
     )
-    gen.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here instead of stdout")
+    gen.add_argument("-o", "--output", type=new_file, metavar="FILE", help="write here instead of stdout")
 
     stats = sub(
         "stats", "sessions, turns, token and tool-duration distributions, share of time in tools", cmd_stats
@@ -162,7 +169,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--harness", help="only sessions of this harness (claude_code, opencode, mini_swe_agent)"
     )
     export.add_argument("--limit", type=int, metavar="N", help="at most N sessions, oldest first")
-    export.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here instead of stdout")
+    export.add_argument("-o", "--output", type=new_file, metavar="FILE", help="write here instead of stdout")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@
     POST /v1/requests/done      usage and timing of a forwarded request (frees or resizes its hold)
     POST /v1/events             one tool event or {"events": [...]} (tao_harness.events format)
     POST /v1/sessions           {"session", "harness", "labels", "started_at"}
-    POST /v1/sessions/{id}/end
+    POST /v1/sessions/{id}/end  optional {"ended_at"}: when the session ended (default: on arrival)
     GET  /v1/state              sessions, pool, reservations per replica, replicas, recent plans, pool waits
                                 (`?waits=1`: with the recent waits themselves)
     GET  /healthz, GET /metrics (Prometheus text)
@@ -34,7 +34,14 @@ from aiohttp import web
 
 from tao_harness.auth import authorized
 from tao_harness.coordinator.channel import ChannelBook, serve_channel
-from tao_harness.coordinator.inputs import MAX_WAIT_S, BadRequest, field, parse_admit, parse_request_done
+from tao_harness.coordinator.inputs import (
+    MAX_WAIT_S,
+    BadRequest,
+    ended_at_field,
+    field,
+    parse_admit,
+    parse_request_done,
+)
 from tao_harness.coordinator.metrics import CoordinatorMetrics
 from tao_harness.coordinator.records import SessionStateError
 from tao_harness.coordinator.service import Coordinator
@@ -163,8 +170,10 @@ async def start_session(request: web.Request) -> web.Response:
 
 async def end_session(request: web.Request) -> web.Response:
     coordinator = request.app[COORDINATOR]
+    body = await _json_object(request) if request.can_read_body else {}
+    ended_at = ended_at_field(body, coordinator.clock)
     first = _mark(coordinator)
-    ended = coordinator.end_session(request.match_info["session"])
+    ended = coordinator.end_session(request.match_info["session"], ended_at)
     return await _acknowledge(coordinator, first, {"status": "ok" if ended else "unknown"})
 
 

@@ -8,7 +8,7 @@ control characters, counts within 32 bits, numbers finite (10**400 is refused, n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Collection
+from typing import Any, Callable, Collection
 
 from tao_harness.proxy.messages import RequestAnswer, RequestReport
 from tao_harness.proxy.usage import Usage
@@ -83,6 +83,15 @@ def _checked(name: str, value: Any, kind: type | tuple[type, ...]) -> Any:
     except LimitError as exc:
         raise BadRequest(str(exc)) from None
     return value
+
+
+def ended_at_field(body: Any, clock: Callable[[], float]) -> float:
+    """A session end's own time (`ended_at`, optional: `clock()` when absent) from its body, which may be
+    empty (`{}`); a late delivery must record when the session ended, not when it arrived."""
+    if not isinstance(body, dict):
+        raise BadRequest(f"body: expected a JSON object, got {type(body).__name__}")
+    given = field(body, "ended_at", _NUMBER, None)
+    return clock() if given is None else float(given)
 
 
 def _optional_count(body: dict[str, Any], name: str) -> int | None:

@@ -175,7 +175,9 @@ class Coordinator:
     def start_session(self, session: str, harness: str | None, labels: dict[str, str], at: float) -> None:
         self._ensure_session(session, at, harness, labels)
 
-    def end_session(self, session: str) -> bool:
+    def end_session(self, session: str, ended_at: float | None = None) -> bool:
+        """End `session` now; its history row records `ended_at`, when it ended (default: now), which a
+        late delivery (a shim's retry or spool) gives."""
         if session not in self._sizes:
             return False
         now = self.clock()
@@ -184,7 +186,7 @@ class Coordinator:
             pending.future.cancel()
         self.state.on_session_end(session, now)
         self.owners.disown(self._sizes.pop(session).owner, session)
-        self._submit(SessionRecord(id=session, ended_at=now))
+        self._submit(SessionRecord(id=session, ended_at=now if ended_at is None else ended_at))
         self.wake()
         return True
 

@@ -18,7 +18,7 @@ from tao_harness.fleet.faults_fuzz import FuzzOutcome, cases, endpoints, send
 from tao_harness.shims.claude_code.hooks import ClaudeHookTranslator
 from tao_harness.shims.delivery import CoordinatorPoster, flush_spool
 from tao_harness.shims.forwarder import Forwarder
-from tao_harness.shims.relay import RelayState, SessionInfo, build_relay_app, session_end_path
+from tao_harness.shims.relay import RelayState, SessionInfo, build_relay_app, session_end_request
 from tao_harness.shims.spool import SpoolWriter, describe
 
 SPOOL_SESSION = "spooled"
@@ -110,7 +110,7 @@ async def spooled_events(cluster: FaultCluster, settings: FaultSettings, db_path
         flushed = await flush_spool(scratch / "spool-b", CoordinatorPoster(cluster.coordinator_url, http, 5.0), 500)
         await run_a.post(http, _calls("Aafter", n, cluster.clock.now()))
         for index in range(4):
-            run_a.forwarder.submit(session_end_path(f"{SPOOL_SESSION}-{index}"), {})
+            run_a.forwarder.submit(*session_end_request(f"{SPOOL_SESSION}-{index}", cluster.clock.now()))
         await wait_until(drained, 15.0)
         await wait_until(lambda: stored(spooled_path), timeout_s=10.0)
     have = await asyncio.to_thread(_stored_calls, db_path)

@@ -216,6 +216,7 @@ async def replay_session(http: aiohttp.ClientSession, endpoints: Endpoints, trac
         if endpoints.events_url is not None:
             try:
                 async with http.post(f"{endpoints.events_url}/v1/sessions/{trace.session}/end",
+                                     json={"ended_at": clock.now()},
                                      timeout=aiohttp.ClientTimeout(total=5)) as response:
                     await response.read()
             except (aiohttp.ClientError, TimeoutError):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 
+from tao_harness.planner.highs import quiet_highs
 from tao_harness.planner.k_arrays import DualArrays
 
 _SCALE = 1 << 20  # node prices are rounded to multiples of 2^-20 (any μ ≥ 0 gives a valid bound)
@@ -45,8 +46,7 @@ def k_relaxation(arrays: DualArrays) -> KRelaxation | None:
     session, node = arrays.pair_session, arrays.pair_node
     size = arrays.size[session]
     lp = k_model(arrays)
-    solver = highspy.Highs()
-    solver.setOptionValue("output_flag", False)
+    solver = quiet_highs()
     solver.setOptionValue("presolve", "off")
     solver.passModel(lp)
     solver.run()

@@ -26,12 +26,13 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 
+from tao_harness.planner.highs import quiet_highs
 from tao_harness.planner.k_arrays import DualArrays
 from tao_harness.planner.k_lp import assignment_model
 
 _TOLERANCE = 1e-7  # relative slack added to HiGHS's dual bound before flooring (its LP tolerances are 1e-7):
 # a bound a little below the truth is not taken as a proof of one credit step less
-_HIGHS_OPTIONS = (("output_flag", False), ("threads", 1), ("mip_rel_gap", 0.0),
+_HIGHS_OPTIONS = (("threads", 1), ("mip_rel_gap", 0.0),
                   ("mip_heuristic_run_feasibility_jump", False))  # ... besides the gap and time limit: the
 # feasibility jump heuristic looks for a first placement, which the search's start already is, and took
 # ~9 ms whatever the model (a 5-column one: 10 ms with it, 0.8 without; independent forks 4-12 -> 1-2 ms)
@@ -56,7 +57,7 @@ def k_branch_and_cut(arrays: DualArrays, incumbent: dict[int, int], step: int, s
     if not len(arrays.pair_session):
         return KBranchCut(None, 0, 0)
     alike = alike or Alike.of(arrays)
-    solver = highspy.Highs()
+    solver = quiet_highs()
     gap_and_time = (("mip_abs_gap", step * _GAP), ("time_limit", max(seconds, 1e-3)))
     for option, setting in (*_HIGHS_OPTIONS, *gap_and_time):
         solver.setOptionValue(option, setting)

@@ -58,8 +58,13 @@ def describe(name: str) -> str:
     return _ENTRIES[name][3]
 
 
-def get_policy(name: str, config: PlannerConfig | None = None) -> Policy:
-    """A fresh policy instance; unknown names raise ValueError listing the valid ones."""
+def check_policy_name(name: str) -> None:
+    """ValueError listing the valid names for an unknown one, without building (or importing) the policy."""
     if name not in POLICIES:
         raise ValueError(f"unknown policy {name!r}; choose one of: {', '.join(policy_names())}")
+
+
+def get_policy(name: str, config: PlannerConfig | None = None) -> Policy:
+    """A fresh policy instance; unknown names raise ValueError listing the valid ones."""
+    check_policy_name(name)
     return POLICIES[name](config or PlannerConfig())

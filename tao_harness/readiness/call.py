@@ -93,19 +93,23 @@ class CallEstimate:
 
     def to_json(self, horizon_s: float, elapsed_s: float = 0.0) -> dict[str, Any]:
         """`{"family", "hints", "predicted_s", "source"}` (the documented keys) plus `bound_s`, `elapsed_s`,
-        `horizon_s`, `p_return_within_horizon`, `remaining_s` and the quartiles of the return time."""
+        `horizon_s`, `p_return_within_horizon`, `remaining_s`, `predicted_at_start_s` and the quartiles of
+        the return time. A call that has run (`elapsed_s` > 0) is predicted to last `elapsed_s` plus what
+        is left of it (the conditional median), never less than it has already run."""
         distribution = self.prediction.distribution
+        remaining = (distribution.remaining_s(elapsed_s) if distribution is not None
+                     else max(0.0, self.prediction.predicted_s - elapsed_s))
         return {
             "family": self.family,
             "hints": self.hints.to_json(),
-            "predicted_s": self.prediction.predicted_s,
+            "predicted_s": elapsed_s + remaining if elapsed_s > 0 else self.prediction.predicted_s,
             "source": self.prediction.source,
             "bound_s": self.bound_s,
             "elapsed_s": elapsed_s,
             "horizon_s": horizon_s,
             "p_return_within_horizon": self.p_within(elapsed_s, horizon_s),
-            "remaining_s": distribution.remaining_s(elapsed_s) if distribution is not None
-            else max(0.0, self.prediction.predicted_s - elapsed_s),
+            "remaining_s": remaining,
+            "predicted_at_start_s": self.prediction.predicted_s,
             "quantiles_s": {f"p{round(q * 100)}": distribution.quantile(q) for q in (0.25, 0.5, 0.75, 0.9)}
             if distribution is not None else None,
         }
@@ -212,4 +216,6 @@ class Forecaster:
         censored = is_censored(duration_s, status, hints.max_s)
         if not censored:
             self.durations.observe(key.family, duration_s)
+            if key.family == SLEEP_FAMILY and hints.min_s is not None:
+                self.durations.observe_sleep(hints.min_s, duration_s)
         self.neighbors.observe(key, duration_s, censored=censored)

@@ -7,7 +7,9 @@ prediction is a dict lookup and a few float operations — no database query.
 `predict` follows the trust order of DESIGN.md §4:
 1. a parsed sleep (`hints.min_s`) is the "hint" prediction; the family's own bound replaces it only when
    it is larger and the family is not `bash:sleep` itself (whose history mixes unrelated N), so
-   `sleep 2 && make` predicts max(2, D_make) and `sleep 30` predicts 30;
+   `sleep 2 && make` predicts max(2, D_make). `sleep N` alone predicts N plus a bound on what sleeps take
+   past their N (`DurationHistory.sleep_bound`): a sleep never returns at exactly N, and a bound of N
+   covered none (0 of 109 in scripts/demo_history.py's replay);
 2. else the family bound D_f once the family has `min_samples` calls ("family");
 3. else the bound over all calls ("global"); else `default_s` ("default").
 The result is then clamped to the upper bound `hints.max_s` (timeouts, exposed deadlines); a clamp makes
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tao_harness.config import ReadinessConfig
-from tao_harness.readiness.distribution import ReturnDistribution
+from tao_harness.readiness.distribution import LIMIT_SLACK, ReturnDistribution
 from tao_harness.readiness.hints import Hints
 
 PredictionSource = Literal["hint", "neighbors", "family", "global", "default"]
@@ -115,6 +117,11 @@ class DurationHistory:
         self._families: dict[str, _Running] = {}
         self._global = _Running()
         self._rng = random.Random(seed)  # percentile reservoir only; seeded so reports are repeatable
+        # What lone `sleep N` calls took past their N (process start, shell, the harness's hooks): the same
+        # whatever N, unlike their durations. Its own reservoir stream, so the families' percentiles are
+        # those of before it.
+        self._sleep_overhead = _Running()
+        self._sleep_rng = random.Random(seed)
 
     @classmethod
     def from_samples(
@@ -138,6 +145,18 @@ class DurationHistory:
         running.add(float(duration_s), self._rng, self.config)
         self._global.add(float(duration_s), self._rng, self.config)
         return True
+
+    def observe_sleep(self, asked_s: float, duration_s: float) -> None:
+        """A lone `sleep asked_s` took `duration_s`; one that returned early (interrupted) says nothing."""
+        overhead = duration_s - asked_s
+        if math.isfinite(overhead) and overhead >= 0:
+            self._sleep_overhead.add(overhead, self._sleep_rng, self.config)
+
+    def sleep_bound(self, asked_s: float) -> float:
+        """Bound on a lone `sleep asked_s`'s duration: `asked_s` plus the Bernstein bound on the overhead
+        seen; before `min_samples` sleeps, `asked_s` seen up to LIMIT_SLACK late, as a kill at a limit is."""
+        overhead = self._sleep_overhead.bound
+        return asked_s + overhead if overhead is not None else (1.0 + LIMIT_SLACK) * asked_s
 
     def __len__(self) -> int:
         return self._global.n
@@ -187,7 +206,9 @@ def predict(history: DurationHistory, family: str, hints: Hints, config: Readine
     family_bound = history.bound(family)
     prediction: Prediction
     if hints.min_s is not None:
-        if family_bound is not None and family != SLEEP_FAMILY and family_bound > hints.min_s:
+        if family == SLEEP_FAMILY:
+            prediction = Prediction(history.sleep_bound(hints.min_s), "hint")
+        elif family_bound is not None and family_bound > hints.min_s:
             prediction = Prediction(family_bound, "family")
         else:
             prediction = Prediction(hints.min_s, "hint")

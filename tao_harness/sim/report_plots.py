@@ -7,6 +7,7 @@ this module (or the report) never touches a display or matplotlib's global state
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,6 +16,10 @@ from typing import Any
 import numpy as np
 
 from tao_harness.sim.report import BenchRun, BenchSettings, blocks, write_tables
+
+
+REFERENCE_POLICY = "tao"  # drawn in grey in every other policy's panel of the running-requests plot
+_PANEL_COLUMNS = 3
 
 
 def _slug(text: str) -> str:
@@ -56,17 +61,33 @@ def _save(plt: Any, fig: Any, path: Path) -> Path:
     return path
 
 
+def running_figure(plt: Any, workload: str, workers: int, runs: Sequence[BenchRun],
+                   colours: dict[str, Any]) -> Any:
+    """Requests running on the engines over time: a small panel per policy on shared axes (the 11
+    registered policies' lines overlaid in one were unreadable), TAO in grey behind each other policy."""
+    drawn = [run for run in runs if run.timeline]
+    columns = min(_PANEL_COLUMNS, max(1, len(drawn)))
+    rows = max(1, math.ceil(len(drawn) / columns))
+    fig, axes = plt.subplots(rows, columns, figsize=(3.6 * columns, 2.2 * rows + 0.8), sharex=True,
+                             sharey=True, squeeze=False)
+    reference = next((run for run in drawn if run.policy == REFERENCE_POLICY), None)
+    for ax, run in zip(axes.flat, drawn):
+        if reference is not None and run is not reference:
+            ax.step(*zip(*reference.timeline), where="post", linewidth=1, color="0.75")
+        ax.step(*zip(*run.timeline), where="post", linewidth=1, color=colours[run.policy])
+        ax.set_title(run.policy, fontsize="small")
+    for ax in axes.flat[len(drawn):]:
+        ax.set_visible(False)
+    fig.supxlabel("time (s)")
+    fig.supylabel("running requests")
+    grey = f" (grey: {REFERENCE_POLICY})" if reference is not None and len(drawn) > 1 else ""
+    fig.suptitle(f"{workload} · {workers} workers: requests running on engines{grey}")
+    return fig
+
+
 def _running(plt: Any, workload: str, workers: int, runs: Sequence[BenchRun], out_dir: Path,
              colours: dict[str, Any]) -> Path:
-    fig, ax = plt.subplots(figsize=(8, 4))
-    for run in runs:
-        if run.timeline:
-            times, counts = zip(*run.timeline, strict=True)
-            ax.step(times, counts, where="post", label=run.policy, linewidth=1, color=colours[run.policy])
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("running requests")
-    ax.set_title(f"{workload} · {workers} workers: requests running on engines")
-    _legend(ax, ncol=2)
+    fig = running_figure(plt, workload, workers, runs, colours)
     return _save(plt, fig, out_dir / f"running_{_slug(workload)}_{workers}.png")
 
 

@@ -77,3 +77,65 @@ def test_a_proxy_whose_coordinator_is_not_a_url_does_not_start(capsys: pytest.Ca
     assert tao(["proxy", "--coordinator", "notaurl", "--port", "0"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("tao proxy: error: --coordinator") and "'notaurl'" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("port", ["99999", "65536", "-5", "eighty"])
+@pytest.mark.parametrize("command", [["coordinator"], ["replica"], ["proxy", "--replica", "r0=http://127.0.0.1:9"]],
+                         ids=lambda command: command[0])
+def test_a_port_out_of_range_is_refused_before_anything_binds(
+    command: list[str], port: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 99999 was bound as 99999 - 65536 = 34463 by the coordinator
+    with pytest.raises(SystemExit) as exited:
+        tao([*command, "--port", port])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err == (f"tao {command[0]}: error: argument --port: expected a port number from 0 to 65535 "
+                   f"(0 picks a free one), got {port!r}")
+
+
+def test_an_output_in_a_missing_folder_is_refused_and_no_folder_is_made(
+    recorded: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, _ = recorded
+    image = tmp_path / "nonexistent" / "dir" / "x.png"
+    with pytest.raises(SystemExit) as exited:
+        tao(["history", "plot", "--db", str(db), "-o", str(image)])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err == f"tao history plot: error: argument -o/--output: {image}: no directory {image.parent}"
+    assert not (tmp_path / "nonexistent").exists()
+
+
+def test_a_database_in_a_missing_folder_is_refused_and_no_folder_is_made(
+    recorded: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, trace = recorded
+    db = tmp_path / "nonexistent2" / "x.db"
+    assert tao(["trace", "export", "--db", str(db)]) == 2
+    assert capsys.readouterr().err == f"tao trace: error: no history database at {db} (pass --db or set TAO_DB_URL)\n"
+    assert tao(["history", "import", str(trace), "--db", str(db)]) == 2  # a command that creates its database
+    assert capsys.readouterr().err == (f"tao history: error: cannot create the database {db}: "
+                                       f"no directory {db.parent}\n")
+    assert not db.parent.exists()
+
+
+def test_a_failed_import_leaves_no_empty_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    garbage, db = tmp_path / "garbage.jsonl", tmp_path / "new.db"
+    garbage.write_text("not an export\n")
+    assert tao(["history", "import", str(garbage), "--db", str(db)]) == 2
+    assert capsys.readouterr().err.startswith(f"tao history: error: {garbage}: line 1:")
+    assert list(tmp_path.iterdir()) == [garbage]
+
+
+def test_an_empty_db_is_refused_not_taken_for_the_current_directory(capsys: pytest.CaptureFixture[str]) -> None:
+    assert tao(["history", "tools", "--db", ""]) == 2
+    assert capsys.readouterr().err == ("tao history: error: the database URL is empty: give a SQLite file path "
+                                       "or a URL (sqlite:///..., postgresql+psycopg://...)\n")
+
+
+def test_a_malformed_trace_is_named_by_sim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "bad.jsonl"
+    trace.write_text('{"bad": 1}\n')
+    assert tao(["sim", "--trace", str(trace), "--policy", "tao", "--replicas", "1", "--workers", "1"]) == 2
+    assert capsys.readouterr().err == f"tao sim: error: {trace}: line 1: missing field 'session'\n"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -48,6 +50,24 @@ def test_demo_drives_sessions_through_the_live_system(tmp_path: Path) -> None:
         assert abs((ended - started) - length) < 1.0
 
 
+def test_the_demo_keeps_its_history_and_prints_the_command_that_reads_it(tmp_path: Path) -> None:
+    data, elsewhere = tmp_path / "data", tmp_path / "elsewhere"  # the user data directory; a cwd outside the venv
+    elsewhere.mkdir()
+    env = {**os.environ, "XDG_DATA_HOME": str(data)}
+    env.pop("TAO_DB_URL", None)
+    done = subprocess.run([sys.executable, "-m", "tao_harness.cli.main", "demo", "--sessions", "2", "--workers", "2",
+                           "--time-scale", "200"], capture_output=True, text=True, timeout=300, env=env, cwd=elsewhere)
+    assert done.returncode == 0, done.stderr[-2000:]
+    db = data / "tao_harness" / "demo-history.db"
+    lines = done.stdout.splitlines()
+    at = lines.index(f"Tool-duration history recorded during the run, kept in {db}:")
+    command = shlex.split(lines[at + 1].removeprefix("$ "))
+    assert command == [str(Path(sys.executable).with_name("tao")), "history", "tools", "--db", str(db)]
+    again = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+    assert again.returncode == 0 and again.stdout.startswith("family"), again.stderr[-2000:]
+    assert again.stdout in done.stdout  # the table the demo printed, read back from the kept database
+
+
 @pytest.mark.parametrize("db", ["foo://bar", "postgresql+psycopg://u@127.0.0.1:1/x?connect_timeout=2"])
 def test_demo_with_an_unusable_database_is_one_line_and_exit_2(
     db: str, capsys: pytest.CaptureFixture[str]
@@ -83,3 +103,13 @@ def test_a_failed_request_says_why() -> None:
     fine = TurnResult(0.0, 0.1, 0.2, 10, 0, 5, None, ok=True)
     results = [SessionResult("a", turns=[fine, failed]), SessionResult("b", turns=[failed], error="TimeoutError: ")]
     assert failure_reasons(results) == {reason: 2, "TimeoutError: ": 1}
+
+
+def test_the_summary_does_not_call_a_rate_seconds(capsys: pytest.CaptureFixture[str]) -> None:
+    from tao_harness.cli.demo import _print_summary
+
+    _print_summary({"makespan_s": 600.0, "decode_tok_s": 120.0, "wall_s": 24.0, "time_scale": 25.0,
+                    "failures": {}, "db": "x.db"})
+    note = capsys.readouterr().out.split("\n\n", 1)[1]
+    assert note.startswith("Times ending in _s are emulated seconds (wall_s aside; decode_tok_s is a rate, "
+                           "tokens per emulated second)")

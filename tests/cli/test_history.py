@@ -56,16 +56,9 @@ def test_tools_lists_every_family(capsys: pytest.CaptureFixture[str], history_db
     assert pytest_row["p50"] <= pytest_row["p90"] <= pytest_row["p99"] <= pytest_row["max"]
     assert pytest_row["bound"] > pytest_row["mean"]
     code, text, _ = _run(capsys, "tools", "--db", str(history_db))
+    # the table's headers name the unit (the JSON keys above stay the fields' names)
     assert code == 0 and text.splitlines()[0].split() == [
-        "family",
-        "n",
-        "mean",
-        "p50",
-        "p90",
-        "p99",
-        "max",
-        "bound",
-    ]
+        "family", "n", "mean_s", "p50_s", "p90_s", "p99_s", "max_s", "bound_s"]
 
 
 def test_calls_filters(capsys: pytest.CaptureFixture[str], history_db: Path) -> None:
@@ -89,7 +82,7 @@ def test_predict_json_shape(capsys: pytest.CaptureFixture[str], history_db: Path
     )
     documented = {"family", "hints", "predicted_s", "source"}
     assert documented | {"bound_s", "elapsed_s", "horizon_s", "p_return_within_horizon", "remaining_s",
-                         "quantiles_s"} == set(result)
+                         "predicted_at_start_s", "quantiles_s"} == set(result)
     assert result["family"] == "bash:pytest" and result["source"] == "neighbors"
     assert result["bound_s"] >= result["quantiles_s"]["p90"] >= result["predicted_s"] > 0
     assert 0.0 <= result["p_return_within_horizon"] <= 1.0
@@ -122,6 +115,20 @@ def test_predict_json_shape(capsys: pytest.CaptureFixture[str], history_db: Path
     assert code == 2 and "--elapsed" in err
 
 
+def test_a_prediction_is_conditioned_on_the_time_the_call_has_run(
+    capsys: pytest.CaptureFixture[str], history_db: Path
+) -> None:
+    ask = ["predict", "--db", str(history_db), "--tool", "Bash", "--command", "python -m pytest tests -x"]
+    fresh = _json(capsys, *ask)
+    assert fresh["predicted_s"] == fresh["predicted_at_start_s"]
+    elapsed = 2 * fresh["predicted_s"]  # past its prediction at the start: it must say longer now
+    running = _json(capsys, *ask, "--elapsed", f"{elapsed}")
+    assert running["predicted_s"] == pytest.approx(elapsed + running["remaining_s"]) and running["predicted_s"] > elapsed
+    assert running["predicted_at_start_s"] == fresh["predicted_s"]
+    code, out, _ = _run(capsys, *ask, "--elapsed", f"{elapsed}")
+    assert code == 0 and f"predicted  {running['predicted_s']:.3f} s in all, given it has run {elapsed:g} s" in out
+
+
 def test_predict_text(capsys: pytest.CaptureFixture[str], history_db: Path) -> None:
     code, out, _ = _run(
         capsys, "predict", "--db", str(history_db), "--tool", "Bash", "--command", "sleep 2 &"
@@ -145,7 +152,7 @@ def test_export_import_round_trip(
 
 
 def test_plot_writes_a_png(capsys: pytest.CaptureFixture[str], history_db: Path, tmp_path: Path) -> None:
-    image = tmp_path / "plots" / "out.png"
+    image = tmp_path / "out.png"  # in a folder that exists: a missing one is an error (test_cli_errors)
     code, out, _ = _run(capsys, "plot", "--db", str(history_db), "--family", "bash:pytest", "-o", str(image))
     assert code == 0 and "bash:pytest" in out
     assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -259,7 +266,8 @@ def test_subprocess_cli(history_db: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)
-    assert shown["p_return_within_horizon"] == 0.0 and shown["bound_s"] == 3.0  # not before 3 s
+    assert shown["p_return_within_horizon"] == 0.0  # not before 3 s
+    assert 3.0 < shown["bound_s"] < 3.5  # a sleep returns a little after its N: its bound covers that
     assert {k: shown[k] for k in ("family", "hints", "predicted_s", "source")} == {
         "family": "bash:sleep",
         "hints": {"min_s": 3.0, "max_s": 10.0, "background": False},
@@ -368,3 +376,18 @@ def test_plot_axes_of_a_single_call_family_hold_a_labelled_decade() -> None:
         low, high = _axis_range(value, value)
         assert low < value < high
         assert any(low <= 10.0**power <= high for power in range(-5, 5)), (value, low, high)
+
+
+def test_calls_keeps_a_multi_line_command_on_its_row(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from tao_harness.store.records import ToolCallRecord
+
+    db = tmp_path / "h.db"
+    heredoc = "cat <<'EOF' > train.py\nimport torch\n\tprint(1)\nEOF"
+    with open_store(str(db)) as store, StoreWriter(store) as writer:
+        writer.submit_many([ToolCallRecord(id=f"c{i}", session_id="s1", tool_name="Bash", family="bash:cat",
+                                           command=heredoc, started_at=100.0 + i, duration_s=0.1)
+                            for i in range(3)])
+    code, out, _ = _run(capsys, "calls", "--db", str(db))
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 2 + 3  # header, rule, one line per call
+    assert all(line.endswith("cat <<'EOF' > train.py ⏎ import torch ⏎ print(1) ⏎ EOF") for line in lines[2:])

@@ -28,7 +28,7 @@ def test_events_and_sessions_are_stored_and_the_spool_emptied(tmp_path: Path, ca
         SpoolRecord("/v1/events", {"events": [start]}, 100.1),
         SpoolRecord("/v1/events", end, 104.6),
         SpoolRecord("/v1/events", {"type": "tool_end", "session": "s1"}, 105.0),  # malformed: dropped
-        SpoolRecord("/v1/sessions/s1/end", {}, 110.0),
+        SpoolRecord("/v1/sessions/s1/end", {"ended_at": 108.0}, 110.0),  # spooled after a failed try
     ])
     assert main(["history", "import-spool", "--spool-dir", str(spool), "--db", str(db), "--json"]) == 0
     counts = json.loads(capsys.readouterr().out)
@@ -38,7 +38,7 @@ def test_events_and_sessions_are_stored_and_the_spool_emptied(tmp_path: Path, ca
         call = conn.execute("select family, duration_s, timeout_s, status from tool_calls").fetchall()
         session = conn.execute("select harness, ended_at from sessions where id = 's1'").fetchall()
     assert call == [("bash:pytest", 4.5, 30.0, "ok")]
-    assert session == [("claude-code", 110.0)]
+    assert session == [("claude-code", 108.0)]  # when it ended, not when it was spooled
 
 
 def test_a_spool_file_in_use_is_left_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -61,7 +61,7 @@ def test_unstorable_records_are_dropped_or_fitted_not_fatal(tmp_path: Path, caps
         SpoolRecord("/v1/sessions", {"session": "a b", "labels": {"note": "x\x00y"}}, 1.0),  # fitted
         SpoolRecord("/v1/events", {"type": "tool_end", "session": "a b", "call_id": "c", "at": 2.0,
                                    "exit_code": 2**63}, 2.0),  # dropped
-        SpoolRecord("/v1/sessions/a%20b/end", {}, 3.0),
+        SpoolRecord("/v1/sessions/a%20b/end", {}, 3.0),  # an older run's: no ended_at, so when spooled
     ])
     assert main(["history", "import-spool", "--spool-dir", str(spool), "--db", str(db), "--json"]) == 0
     counts = json.loads(capsys.readouterr().out)

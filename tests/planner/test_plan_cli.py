@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,3 +89,32 @@ def test_the_plan_shows_its_proven_gap(tmp_path: Path, capsys: pytest.CaptureFix
     assert json.loads(capsys.readouterr().out)["bound"] == [7061, 2, 23000, 2]
     assert main(["plan", str(path), "--deadline-ms", "0"]) == 2
     assert "--deadline-ms must be positive" in capsys.readouterr().err
+
+
+# highspy 1.16 prints a banner from C++ onto descriptor 1 when the process builds its first solver (the
+# pinned 1.15 does not): this stand-in does the same, so the test holds whichever version is installed.
+_LOUD_HIGHS = """
+import os, sys
+import highspy
+
+class Loud(highspy.Highs):
+    built = False
+
+    def __init__(self):
+        if not Loud.built:
+            os.write(1, b"Running HiGHS 1.16.0: Copyright (c) 2026 under MIT licence terms\\n")
+            Loud.built = True
+        super().__init__()
+
+highspy.Highs = Loud
+from tao_harness.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_plan_json_is_pure_json_when_highs_prints_a_banner() -> None:
+    snapshot = Path(__file__).parent / "independent" / "mixed-3.json"  # its K level asks HiGHS
+    done = subprocess.run([sys.executable, "-c", _LOUD_HIGHS, "plan", str(snapshot), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["policy"] == "tao"

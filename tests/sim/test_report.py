@@ -183,3 +183,18 @@ def test_every_policy_gets_its_own_colour() -> None:
     assert len(names) > 10  # more than matplotlib's default colour cycle holds
     colours = policy_colours(names)
     assert set(colours) == set(names) and len(set(colours.values())) == len(names)
+
+
+def test_running_requests_are_small_multiples_with_tao_behind_each_other_policy() -> None:
+    from tao_harness.policies.registry import policy_names
+    from tao_harness.sim.report_plots import _pyplot, policy_colours, running_figure
+
+    policies = policy_names()  # all 11: one plot's overlaid lines were unreadable
+    plt = _pyplot()
+    fig = running_figure(plt, "swe-lite", 16, [_run(p) for p in policies], policy_colours(policies))
+    try:
+        panels = [ax for ax in fig.axes if ax.get_visible() and ax.lines]
+        assert [ax.get_title() for ax in panels] == list(policies)
+        assert [len(ax.lines) for ax in panels] == [1 if p == "tao" else 2 for p in policies]
+    finally:
+        plt.close(fig)

@@ -17,8 +17,10 @@ from tao_harness.config import load_config
 from tao_harness.coordinator.api import build_app
 from tao_harness.coordinator.embedded import build_coordinator
 from tao_harness.coordinator.service import Coordinator
+from tao_harness.shims.claude_code.hooks import ClaudeHookTranslator
 from tao_harness.shims.delivery import CoordinatorPoster, flush_spool
-from tao_harness.shims.relay import session_end_path
+from tao_harness.shims.forwarder import Forwarder
+from tao_harness.shims.relay import RelayState, SessionInfo, build_relay_app, session_end_request
 from tao_harness.shims.spool import SpoolRecord, SpoolWriter
 from tao_harness.store.engine import open_store
 from tao_harness.store.limits import TEXT_KEPT_CHARS, TOO_DEEP
@@ -92,7 +94,8 @@ async def test_poison_events_get_a_400_naming_the_field_or_are_fitted(db_url: st
                   _end("surrogate", exit_code=-1)]
         status, body = await _post(http, coordinator_url + "/v1/events", {"events": fitted})
         assert (status, body) == (200, {"accepted": 5, "not_stored": 0})
-        assert (await _post(http, coordinator_url + session_end_path("s1"), {}))[0] == 200
+        path, ended = session_end_request("s1", time.time())
+        assert (await _post(http, coordinator_url + path, ended))[0] == 200
     calls = _calls(db_url)
     assert set(calls) == {"surrogate", "nul", "deep", "big"}
     assert (calls["surrogate"].command, calls["surrogate"].exit_code) == ("echo \ufffd", -1)
@@ -149,7 +152,7 @@ async def test_a_spool_with_big_and_poison_events_drains_and_ends_its_session(
                     SpoolRecord("/v1/events", _end(f"w{index}"), 1.0)]
         if index in (10, 70):
             records.append(SpoolRecord("/v1/events", _end(f"w{index}", exit_code=2**63), 1.0))
-    records.append(SpoolRecord(session_end_path("s1"), {}, 1.0))
+    records.append(SpoolRecord(*session_end_request("s1", 1.0), 1.0))
     spool = tmp_path / "spool"
     writer = SpoolWriter(spool)
     writer.append(records)
@@ -173,3 +176,55 @@ async def test_records_the_store_refuses_are_counted_in_metrics(coordinator: Coo
     async with aiohttp.ClientSession() as http, http.get(coordinator_url + "/metrics") as response:
         text = await response.text()
     assert "tao_store_refused_records_total 1.0" in text
+
+
+async def test_a_session_end_delivered_late_records_when_it_ended(
+        db_url: str, coordinator_url: str, tmp_path: Path, aiohttp_server: Any) -> None:
+    # Two sessions of a run whose coordinator was unreachable: their ends wait in the spool and are
+    # delivered much later. The run's own session ends on the relay's clock; the mini-SWE-agent launcher's
+    # instance sends its own end time.
+    run_end, instance_end = time.time() - 30.0, time.time() - 40.0
+    spool = tmp_path / "spool"
+    async with aiohttp.ClientSession() as http:
+        unreachable = CoordinatorPoster("http://127.0.0.1:9", http, 1.0)
+        forwarder = Forwarder(unreachable, SpoolWriter(spool), 100, 0.2)
+        forwarder.start()
+        state = RelayState(forwarder, SessionInfo("s1", "mini-swe-agent", {}, run_end - 60),
+                           ClaudeHookTranslator("s1"), clock=lambda: run_end)
+        relay = str((await aiohttp_server(build_relay_app(state))).make_url(state.prefix))
+        for session in ("s1", "s1.i1"):
+            assert (await _post(http, relay + "/v1/sessions", {"session": session, "started_at": run_end - 60}))[0] == 200
+        async with http.post(relay + "/v1/sessions/s1/end") as ended:  # no body: the relay's clock
+            assert ended.status == 200
+        assert (await _post(http, relay + "/v1/sessions/s1.i1/end", {"ended_at": instance_end}))[0] == 200
+        status, refused = await _post(http, relay + "/v1/sessions/s1.i1/end", {"ended_at": 10**400})
+        assert (status, refused["error"]["message"]) == (400, "ended_at: must be finite")
+        await forwarder.close(2.0)
+        delivered = await flush_spool(spool, CoordinatorPoster(coordinator_url, http, 10.0), 500)
+    assert (delivered.delivered, delivered.remaining) == (4, 0)
+    with open_store(db_url, create=False) as store, store.engine.connect() as conn:
+        ends = dict(conn.execute(select(Session.id, Session.ended_at)).all())
+    assert ends == {"s1": pytest.approx(run_end, abs=1e-3), "s1.i1": pytest.approx(instance_end, abs=1e-3)}
+
+
+POISON = [  # (route, body, the field a 400 names, or None when the value is fitted and stored)
+    ("/v1/events", _end("c1", session="p1", exit_code=2**63), "exit_code"),
+    ("/v1/events", _start("c1", session="p\ud800"), "session"),
+    ("/v1/events", _start("c1", session="p2", args=_nested(900)), None),
+    ("/v1/requests/done", {"session": "p3", "request_id": "r", "status": "ok", "ttft_s": 10**400}, "ttft_s"),
+    ("/v1/sessions", {"session": "p4", "labels": {"\ud800": "\ud800"}}, None),
+]
+
+
+@pytest.mark.parametrize(("path", "poison", "refused"), POISON, ids=[f"{p[0]} {i}" for i, p in enumerate(POISON)])
+async def test_a_poison_value_never_blocks_the_next_clients_valid_event(
+        db_url: str, coordinator_url: str, path: str, poison: dict[str, Any], refused: str | None) -> None:
+    async with aiohttp.ClientSession() as http:
+        status, body = await _post(http, coordinator_url + path, poison)
+        if refused:
+            assert (status, body["error"]["message"].split(":")[0]) == (400, refused)
+        else:
+            assert status == 200, body
+        status, body = await _post(http, coordinator_url + "/v1/events", _start("valid", session="other"))
+        assert (status, body) == (200, {"accepted": 1, "not_stored": 0})
+    assert _calls(db_url)["valid"].session_id == "other"

@@ -124,7 +124,7 @@ def _wrap_process_instance(original: Callable[..., Any], reporter: Reporter, bas
             return original(instance, *args, **kwargs)
         finally:
             del _current.session
-            reporter.post(f"/v1/sessions/{session}/end", {})
+            reporter.post(f"/v1/sessions/{session}/end", {"ended_at": time.time()})
 
     return process_instance
 
