@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from tao_harness.fleet.driver import FleetMetrics, run_fleet, with_pool_waits
+from tao_harness.fleet.driver import (FleetMetrics, failure_reasons, run_fleet, with_pool_waits,
+                                      with_programs_left)
 from tao_harness.fleet.processes import ProcessGroup
 from tao_harness.fleet.routers import RouterInfo, start_router
 from tao_harness.clock import ScaledClock
@@ -34,6 +35,7 @@ COLUMNS: tuple[tuple[str, bool, str], ...] = (
     ("prefix_hit_rate", True, "prefix hit rate"),
     ("makespan_s", False, "makespan (s)"),
     ("failed_requests", False, "failed requests"),
+    ("programs_left", False, "programs left in router"),
 )
 
 
@@ -58,6 +60,9 @@ class RunRecord:
     metrics: FleetMetrics
     results: list[SessionResult] = field(default_factory=list)
     pool_waits: tuple[float, ...] = ()  # the router's own pool waits (TAO), for the wait CDF
+    # What went wrong, one line each (failed requests by reason, stalls, unconfirmed releases, leaked programs):
+    # a router's failures are results, listed under the table.
+    findings: tuple[str, ...] = ()
 
 
 async def run_one(trace: Sequence[TraceSession], config: LiveBenchConfig, router: str, workers: int,
@@ -71,11 +76,26 @@ async def run_one(trace: Sequence[TraceSession], config: LiveBenchConfig, router
         capacity = config.num_gpu_blocks * 16
         async with start_router(router, urls, capacity, clock, processes, policy=config.policy,
                                 peers_bin=config.peers_bin) as (endpoints, info):
-            metrics, results = await run_fleet(trace, endpoints, workers, clock, on_session_done)
+            metrics, results = await run_fleet(trace, endpoints, workers, clock, on_session_done,
+                                               stall_after_s=stall_limit(trace))
             waits: tuple[float, ...] = ()
             if endpoints.events_url is not None:
                 metrics, waits = await with_pool_waits(metrics, endpoints.events_url)
-    return RunRecord(router, workers, 0, metrics, results, waits), info
+            findings = [f"{count} × {reason}" for reason, count in failure_reasons(results).most_common()]
+            findings += [f"{count} × release not confirmed: {answer}"
+                         for answer, count in endpoints.release_failures.most_common()]
+            if endpoints.programs_url is not None:
+                metrics, programs = await with_programs_left(metrics, endpoints.programs_url)
+                findings += [f"left in the router after its session released it: {pid} {state}"
+                             for pid, state in sorted(programs.items())]
+    return RunRecord(router, workers, 0, metrics, results, waits, tuple(findings)), info
+
+
+def stall_limit(trace: Sequence[TraceSession]) -> float:
+    """Emulated seconds without any turn ending after which a run counts as stalled: twice the trace's longest
+    tool call (every session may be in one), and at least 10 emulated minutes."""
+    longest_tool = max((t.tool.duration_s for s in trace for t in s.turns if t.tool is not None), default=0.0)
+    return max(600.0, 2 * longest_tool)
 
 
 def _median_and_spread(values: Sequence[float | None]) -> tuple[float, float, float] | None:
@@ -119,6 +139,12 @@ def write_results(records: Sequence[RunRecord], infos: dict[str, RouterInfo], ou
         if "tao" in routers and len(routers) > 1:
             lines.append("| TAO vs best other | " + " | ".join(
                 _versus(cells, routers, metric, higher) for metric, higher, _ in COLUMNS) + " |")
+        lines.append("")
+    failed = [r for r in records if r.findings]
+    if failed:
+        lines += ["## Failures, stalls and leaks", ""]
+        for r in failed:
+            lines += [f"- {r.router}, {r.workers} workers, run {r.repeat + 1}:"] + [f"  - {f}" for f in r.findings]
         lines.append("")
     lines += ["## Routers", ""] + [f"- `{name}`: {info.description}" for name, info in infos.items()]
     path = out / "results.md"
