@@ -11,8 +11,8 @@
 #
 # Exported from a git directory, only the package's tree and its build files are read (not the examples
 # tree, which the package does not need and of which a partial clone may lack a file: `git archive HEAD
-# ThunderAgent ...` walks the whole tree and reports that file as an invalid object). The exact commit is written to VENV/thunderagent-source.txt, which the
-# benchmark's results quote.
+# ThunderAgent ...` walks the whole tree and reports that file as an invalid object). Where it came from
+# (the commit) is written to VENV/thunderagent-source.txt, which the benchmark's results quote.
 set -eu
 VLLM_ROUTER_VERSION=0.1.17
 PYTHON=${PYTHON:-python3}
@@ -37,13 +37,16 @@ if [ -f "$SOURCE/pyproject.toml" ]; then
 elif git --git-dir="$SOURCE" rev-parse --verify -q HEAD >/dev/null 2>&1; then
     mkdir "$WORK/src"
     git --git-dir="$SOURCE" archive --prefix=ThunderAgent/ HEAD:ThunderAgent | tar -x -C "$WORK/src"
-    for file in pyproject.toml README.md; do git --git-dir="$SOURCE" show "HEAD:$file" > "$WORK/src/$file"; done
+    for file in pyproject.toml README.md; do
+        git --git-dir="$SOURCE" show "HEAD:$file" > "$WORK/src/$file"
+    done
     ORIGIN="git $SOURCE at $(git --git-dir="$SOURCE" rev-parse HEAD)"
 else
     case "$SOURCE" in
         *.tar.gz|*.tgz) mkdir "$WORK/unpacked" && tar -xzf "$SOURCE" -C "$WORK/unpacked" ;;
         *.zip) "$PYTHON" -m zipfile -e "$SOURCE" "$WORK/unpacked" ;;
-        *) echo "$SOURCE: not a ThunderAgent checkout, git directory or .tar.gz/.tgz/.zip archive" >&2; exit 2 ;;
+        *) echo "$SOURCE: not a ThunderAgent checkout, git directory or .tar.gz/.tgz/.zip archive" >&2
+           exit 2 ;;
     esac
     # An archive holds the tree at its top or in one folder (GitHub's NAME-REF/).
     TOP=$(dirname "$(find "$WORK/unpacked" -maxdepth 2 -name pyproject.toml | head -n 1)")

@@ -60,8 +60,8 @@ class RunRecord:
     metrics: FleetMetrics
     results: list[SessionResult] = field(default_factory=list)
     pool_waits: tuple[float, ...] = ()  # the router's own pool waits (TAO), for the wait CDF
-    # What went wrong, one line each (failed requests by reason, stalls, unconfirmed releases, leaked programs):
-    # a router's failures are results, listed under the table.
+    # What went wrong, one line each (failed requests by reason, stalls, unconfirmed releases, leaked
+    # programs): a router's failures are results, listed under the table.
     findings: tuple[str, ...] = ()
 
 
@@ -144,7 +144,8 @@ def write_results(records: Sequence[RunRecord], infos: dict[str, RouterInfo], ou
     if failed:
         lines += ["## Failures, stalls and leaks", ""]
         for r in failed:
-            lines += [f"- {r.router}, {r.workers} workers, run {r.repeat + 1}:"] + [f"  - {f}" for f in r.findings]
+            lines.append(f"- {r.router}, {r.workers} workers, run {r.repeat + 1}:")
+            lines += [f"  - {finding}" for finding in r.findings]
         lines.append("")
     lines += ["## Routers", ""] + [f"- `{name}`: {info.description}" for name, info in infos.items()]
     path = out / "results.md"

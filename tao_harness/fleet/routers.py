@@ -47,8 +47,8 @@ class RouterInfo:
 _PEERS = {
     "vllm-router": "vllm-router is not installed: scripts/install_peers.sh VENV (or pip install "
                    "vllm-router==0.1.17 into a virtualenv) and pass --peers-venv VENV (or put it on PATH)",
-    "thunderagent": "ThunderAgent is not installed: fetch ThunderAgent-org/ThunderAgent, run "
-                    "scripts/install_peers.sh VENV PATH_TO_ITS_CHECKOUT_OR_GIT_DIR and pass --peers-venv VENV",
+    "thunderagent": "ThunderAgent is not installed: fetch ThunderAgent-org/ThunderAgent, run scripts/"
+                    "install_peers.sh VENV PATH_TO_ITS_CHECKOUT_OR_GIT_DIR and pass --peers-venv VENV",
 }
 
 
@@ -127,10 +127,10 @@ async def start_router(name: str, replica_urls: Sequence[str], capacity_tokens: 
         url = f"http://127.0.0.1:{port}"
         argv = thunderagent_argv(binary, replica_urls, port, clock.time_scale)
         await processes.start_until_healthy(argv, url + "/health")
-        flags = " ".join(argv[1:]).replace(",".join(replica_urls), "URLS").replace(f"--port {port}", "--port P")
+        flags = " ".join(argv[1:]).replace(",".join(replica_urls), "URLS").replace(f" {port} ", " P ")
+        version = f"ThunderAgent {_version(binary, 'ThunderAgent')} ({_thunderagent_source(binary)})"
         yield (Endpoints((url,), programs_url=url),
-               RouterInfo(name, f"ThunderAgent {_version(binary, 'ThunderAgent')} ({_thunderagent_source(binary)}) "
-                                f"{flags}: 5 s scheduler and metrics intervals in emulated time"))
+               RouterInfo(name, f"{version} {flags}: 5 s scheduler and metrics intervals in emulated time"))
         return
     if name not in ("vllm-router-program", "vllm-router-ca"):
         raise RouterUnavailable(f"unknown router {name!r}; choose from {', '.join(ROUTERS)}")
@@ -147,4 +147,5 @@ async def start_router(name: str, replica_urls: Sequence[str], capacity_tokens: 
     # Each instance needs its own Prometheus exporter port, or a second router fails to start.
     argv += ["--port", str(port), "--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port())]
     await processes.start_until_healthy(argv, url + "/health")
-    yield Endpoints((url,)), RouterInfo(name, f"vllm-router {_version(binary, 'vllm-router')} {' '.join(flags)}")
+    version = _version(binary, "vllm-router")
+    yield Endpoints((url,)), RouterInfo(name, f"vllm-router {version} {' '.join(flags)}")

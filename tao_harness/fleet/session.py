@@ -177,7 +177,7 @@ def _content_of(sse: str) -> str:
 
 async def replay_session(http: aiohttp.ClientSession, endpoints: Endpoints, trace: TraceSession,
                          clock: ScaledClock, result: SessionResult | None = None) -> SessionResult:
-    """Replays `trace`, recording into `result` as it goes (so a caller that cancels it keeps the turns done)."""
+    """Replays `trace`, recording into `result` as it goes (a caller that cancels it keeps the turns done)."""
     time_scale = clock.time_scale
     result = result or SessionResult(trace.session)
     result.started_at = time.time()
@@ -237,7 +237,7 @@ async def replay_session(http: aiohttp.ClientSession, endpoints: Endpoints, trac
 
 
 async def _release_program(http: aiohttp.ClientSession, endpoints: Endpoints, session: str) -> None:
-    """ThunderAgent's `POST /programs/release`; an answer other than `released: true` is counted, not hidden."""
+    """ThunderAgent's `POST /programs/release`; an answer but `released: true` is counted, not hidden."""
     try:
         async with http.post(f"{endpoints.programs_url}/programs/release", json={"program_id": session},
                              timeout=aiohttp.ClientTimeout(total=5)) as response:

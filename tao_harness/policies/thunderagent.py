@@ -1,5 +1,5 @@
-"""ThunderAgent (ThunderAgent-org/ThunderAgent at a7eef77), as its scheduler code behaves: `MultiBackendRouter`
-in `ThunderAgent/scheduler/router.py`, with `BackendState` in `ThunderAgent/backend/state.py`.
+"""ThunderAgent (ThunderAgent-org/ThunderAgent at a7eef77), as its scheduler code behaves:
+`MultiBackendRouter` in `ThunderAgent/scheduler/router.py` and `BackendState` in `backend/state.py`.
 
 - Accounting (`BackendState.remaining_capacity`): a node's remaining capacity is its KV capacity less, for
   every program registered on it, its tokens (reasoning and acting alike: `--acting-token-weight` 1.0)

@@ -47,7 +47,8 @@ def test_thunderagent_resumes_by_class_then_places_largest_first_on_the_roomiest
     # placed largest first, each on the node with the most room left, re-sorted after every placement:
     # returning-big -> big (24,900 left), new -> small (9,900), returning-small -> big, acting-tiny -> big.
     assert [a.session for a in plan.assignments] == ["returning-big", "new", "returning-small", "acting-tiny"]
-    assert plan.admitted == {"returning-big": "big", "new": "small", "returning-small": "big", "acting-tiny": "big"}
+    assert plan.admitted == {"returning-big": "big", "new": "small", "returning-small": "big",
+                             "acting-tiny": "big"}
 
 
 def test_thunderagent_selects_by_priority_within_the_summed_room(snap: Snap) -> None:
@@ -61,10 +62,10 @@ def test_thunderagent_selects_by_priority_within_the_summed_room(snap: Snap) -> 
     )
     # returning (11,100) then new (9,100) take 20,200 of the summed 25,000, acting's 2,100 still fits; placed
     # largest first, returning -> r0 (1,400 left), new -> r1 (3,400 left), acting -> r1, the roomier.
-    assert get_policy("thunderagent").plan(snapshot).admitted == {"returning": "r0", "new": "r1", "acting": "r1"}
+    assert plan_of("thunderagent", snapshot) == {"returning": "r0", "new": "r1", "acting": "r1"}
 
 
-def test_thunderagent_places_first_requests_at_once_only_between_ticks_with_an_empty_queue(snap: Snap) -> None:
+def test_thunderagent_places_first_requests_at_once_when_its_queue_is_empty(snap: Snap) -> None:
     nodes = [{"id": "r0", "capacity_tokens": 30000}, {"id": "r1", "capacity_tokens": 30000}]
     holder = {"id": "h", "tokens": 5000, "state": "acting", "node": "r0"}
     policy = get_policy("thunderagent")
@@ -92,7 +93,7 @@ def test_thunderagent_pauses_acting_smallest_first_when_over_capacity(snap: Snap
     assert get_policy("thunderagent").plan(over).interrupts == ("a-small", "a-mid")
 
 
-def test_thunderagent_marks_every_reasoning_session_when_pausing_acting_ones_is_not_enough(snap: Snap) -> None:
+def test_thunderagent_marks_every_reasoning_session_if_pausing_acting_ones_falls_short(snap: Snap) -> None:
     holders = [
         {"id": "acting", "tokens": 3000, "state": "acting", "node": "r0"},
         {"id": "think-1", "tokens": 6000, "state": "reasoning", "node": "r0"},
