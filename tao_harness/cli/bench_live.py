@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from dataclasses import replace
 from pathlib import Path
 
 from tqdm import tqdm
@@ -69,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     except (TraceError, WorkloadError, OSError) as exc:
         raise UsageError(str(exc)) from None
     config = LiveBenchConfig(routers, workers, args.replicas, args.time_scale, args.num_gpu_blocks, args.repeats,
-                             args.policy, args.profile, peers_bin)
+                             args.policy, args.profile, peers_bin, log_dir=args.output / "logs")
     records: list[RunRecord] = []
     infos = {}
     progress = tqdm(total=len(workers) * args.repeats * len(routers) * len(trace), unit="session",
@@ -78,9 +77,10 @@ def run(args: argparse.Namespace) -> int:
         for repeat in range(args.repeats):
             for router in routers:
                 progress.set_description(f"{router} w={level} run {repeat + 1}/{args.repeats}")
-                record, info = asyncio.run(run_one(trace, config, router, level, lambda _: progress.update()))
+                record, info = asyncio.run(run_one(trace, config, router, level, lambda _: progress.update(),
+                                                   repeat))
                 infos[router] = info
-                records.append(replace(record, repeat=repeat))
+                records.append(record)
     progress.close()
     title = f"{args.trace or args.workload}, {len(trace)} sessions, {args.replicas} replicas, x{args.time_scale:g}"
     path = write_results(records, infos, args.output, title)

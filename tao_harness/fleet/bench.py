@@ -35,6 +35,7 @@ COLUMNS: tuple[tuple[str, bool, str], ...] = (
     ("prefix_hit_rate", True, "prefix hit rate"),
     ("makespan_s", False, "makespan (s)"),
     ("failed_requests", False, "failed requests"),
+    ("failed_sessions", False, "failed sessions"),
     ("programs_left", False, "programs left in router"),
 )
 
@@ -50,6 +51,7 @@ class LiveBenchConfig:
     policy: str = "tao"
     profile: str | None = None
     peers_bin: Path | None = None
+    log_dir: Path | None = None  # where peer routers' output goes, a file per run (else discarded)
 
 
 @dataclass
@@ -66,7 +68,7 @@ class RunRecord:
 
 
 async def run_one(trace: Sequence[TraceSession], config: LiveBenchConfig, router: str, workers: int,
-                  on_session_done: Callable[[SessionResult], None] | None = None,
+                  on_session_done: Callable[[SessionResult], None] | None = None, repeat: int = 0,
                   ) -> tuple[RunRecord, RouterInfo]:
     clock = ScaledClock(config.time_scale)
     async with ProcessGroup() as processes:
@@ -74,8 +76,9 @@ async def run_one(trace: Sequence[TraceSession], config: LiveBenchConfig, router
                                                               num_gpu_blocks=config.num_gpu_blocks)
                                       for _ in range(config.replicas)))
         capacity = config.num_gpu_blocks * 16
+        log = config.log_dir / f"{router}-w{workers}-run{repeat + 1}.log" if config.log_dir else None
         async with start_router(router, urls, capacity, clock, processes, policy=config.policy,
-                                peers_bin=config.peers_bin) as (endpoints, info):
+                                peers_bin=config.peers_bin, log=log) as (endpoints, info):
             metrics, results = await run_fleet(trace, endpoints, workers, clock, on_session_done,
                                                stall_after_s=stall_limit(trace))
             waits: tuple[float, ...] = ()
@@ -88,7 +91,7 @@ async def run_one(trace: Sequence[TraceSession], config: LiveBenchConfig, router
                 metrics, programs = await with_programs_left(metrics, endpoints.programs_url)
                 findings += [f"left in the router after its session released it: {pid} {state}"
                              for pid, state in sorted(programs.items())]
-    return RunRecord(router, workers, 0, metrics, results, waits, tuple(findings)), info
+    return RunRecord(router, workers, repeat, metrics, results, waits, tuple(findings)), info
 
 
 def stall_limit(trace: Sequence[TraceSession]) -> float:

@@ -104,7 +104,8 @@ def _thunderagent_source(binary: Path) -> str:
 @asynccontextmanager
 async def start_router(name: str, replica_urls: Sequence[str], capacity_tokens: int, clock: ScaledClock,
                        processes: ProcessGroup, *, policy: str = "tao", peers_bin: Path | None = None,
-                       ) -> AsyncIterator[tuple[Endpoints, RouterInfo]]:
+                       log: Path | None = None) -> AsyncIterator[tuple[Endpoints, RouterInfo]]:
+    """Starts `name` against the replicas; a peer router's output goes to `log` (else discarded)."""
     if name == "tao":
         # Own processes, like the peers: the fleet driver's event loop must not host the router under test.
         replica_flags = [flag for i, url in enumerate(replica_urls) for flag in ("--replica", f"r{i}={url}")]
@@ -126,7 +127,7 @@ async def start_router(name: str, replica_urls: Sequence[str], capacity_tokens: 
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         argv = thunderagent_argv(binary, replica_urls, port, clock.time_scale)
-        await processes.start_until_healthy(argv, url + "/health")
+        await processes.start_until_healthy(argv, url + "/health", log=log)
         flags = " ".join(argv[1:]).replace(",".join(replica_urls), "URLS").replace(f" {port} ", " P ")
         version = f"ThunderAgent {_version(binary, 'ThunderAgent')} ({_thunderagent_source(binary)})"
         yield (Endpoints((url,), programs_url=url),
@@ -146,6 +147,6 @@ async def start_router(name: str, replica_urls: Sequence[str], capacity_tokens: 
     url = f"http://127.0.0.1:{port}"
     # Each instance needs its own Prometheus exporter port, or a second router fails to start.
     argv += ["--port", str(port), "--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port())]
-    await processes.start_until_healthy(argv, url + "/health")
+    await processes.start_until_healthy(argv, url + "/health", log=log)
     version = _version(binary, "vllm-router")
     yield Endpoints((url,)), RouterInfo(name, f"vllm-router {version} {' '.join(flags)}")
