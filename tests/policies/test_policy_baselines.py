@@ -81,25 +81,23 @@ def test_thunderagent_places_first_requests_at_once_when_its_queue_is_empty(snap
     assert policy.plan(replace(queued, now=1005.0)).admitted == {"b": "r1"}
 
 
+def held(node: str, *sessions: tuple[str, int, str]) -> list[dict[str, Any]]:
+    """Sessions (id, tokens, state) holding `node`."""
+    return [{"id": sid, "tokens": tokens, "state": state, "node": node} for sid, tokens, state in sessions]
+
+
 def test_thunderagent_pauses_acting_smallest_first_when_over_capacity(snap: Snap) -> None:
-    holders = [
-        {"id": "a-big", "tokens": 20000, "state": "acting", "node": "r0"},
-        {"id": "a-small", "tokens": 3000, "state": "acting", "node": "r0"},
-        {"id": "a-mid", "tokens": 5000, "state": "acting", "node": "r0"},
-        {"id": "busy", "tokens": 1000, "state": "reasoning", "node": "r0"},
-    ]
+    holders = held("r0", ("a-big", 20000, "acting"), ("a-small", 3000, "acting"), ("a-mid", 5000, "acting"),
+                   ("busy", 1000, "reasoning"))
     # Programs hold 29,000 tokens + 4 x 100 of buffer: 3,400 over 26,000; the measured usage is not read.
     over = snap(nodes=[{"id": "r0", "capacity_tokens": 26000, "used_tokens": 0}], sessions=holders)
     assert get_policy("thunderagent").plan(over).interrupts == ("a-small", "a-mid")
 
 
 def test_thunderagent_marks_every_reasoning_session_if_pausing_acting_ones_falls_short(snap: Snap) -> None:
-    holders = [
-        {"id": "acting", "tokens": 3000, "state": "acting", "node": "r0"},
-        {"id": "think-1", "tokens": 6000, "state": "reasoning", "node": "r0"},
-        {"id": "think-2", "tokens": 1000, "state": "reasoning", "node": "r0"},
-        {"id": "elsewhere", "tokens": 1000, "state": "reasoning", "node": "r1"},
-    ]
+    holders = held("r0", ("acting", 3000, "acting"), ("think-1", 6000, "reasoning"),
+                   ("think-2", 1000, "reasoning"))
+    holders += held("r1", ("elsewhere", 1000, "reasoning"))
     # Without `acting`, r0 still holds 7,200 > 6,500: marking does not lower that count, so both are marked.
     snapshot = snap(nodes=[{"id": "r0", "capacity_tokens": 6500}, {"id": "r1", "capacity_tokens": 6500}],
                     sessions=holders)
