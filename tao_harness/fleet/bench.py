@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+import aiohttp
+
 from tao_harness.fleet.driver import (FleetMetrics, failure_reasons, run_fleet, with_pool_waits,
                                       with_programs_left)
 from tao_harness.fleet.processes import ProcessGroup
@@ -88,9 +90,13 @@ async def run_one(trace: Sequence[TraceSession], config: LiveBenchConfig, router
             findings += [f"{count} × release not confirmed: {answer}"
                          for answer, count in endpoints.release_failures.most_common()]
             if endpoints.programs_url is not None:
-                metrics, programs = await with_programs_left(metrics, endpoints.programs_url)
-                findings += [f"left in the router after its session released it: {pid} {state}"
-                             for pid, state in sorted(programs.items())]
+                try:
+                    metrics, programs = await with_programs_left(metrics, endpoints.programs_url)
+                except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+                    findings.append(f"GET /programs after the run failed: {type(exc).__name__}: {exc}")
+                else:
+                    findings += [f"left in the router after its session released it: {pid} {state}"
+                                 for pid, state in sorted(programs.items())]
     return RunRecord(router, workers, repeat, metrics, results, waits, tuple(findings)), info
 
 
