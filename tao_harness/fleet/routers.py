@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import AsyncIterator, Sequence
 
+import aiohttp
+
 from tao_harness.fleet.processes import ProcessGroup, free_port
 from tao_harness.clock import ScaledClock
 from tao_harness.fleet.session import Endpoints
@@ -101,6 +103,20 @@ def _thunderagent_source(binary: Path) -> str:
     return record.read_text().strip() if record.exists() else "source not recorded"
 
 
+async def _check_thunderagent_capacity(url: str, capacity_tokens: int) -> None:
+    """ThunderAgent reads each backend's KV capacity (`vllm:cache_config_info`) once, at startup; a backend
+    it could not read then has no capacity for good, and its scheduler never pauses or resumes there. The
+    run would measure a plain proxy, so it does not start."""
+    async with aiohttp.ClientSession() as http:
+        async with http.get(url + "/metrics", timeout=aiohttp.ClientTimeout(total=10)) as response:
+            backends = (await response.json())["backends"]
+    read = {backend: (state.get("cache_config") or {}).get("total_tokens_capacity")
+            for backend, state in backends.items()}
+    if any(tokens != capacity_tokens for tokens in read.values()):
+        raise RouterUnavailable(f"ThunderAgent read KV capacities {read} from the replicas, "
+                                f"expected {capacity_tokens} tokens each")
+
+
 @asynccontextmanager
 async def start_router(name: str, replica_urls: Sequence[str], capacity_tokens: int, clock: ScaledClock,
                        processes: ProcessGroup, *, policy: str = "tao", peers_bin: Path | None = None,
@@ -128,6 +144,7 @@ async def start_router(name: str, replica_urls: Sequence[str], capacity_tokens: 
         url = f"http://127.0.0.1:{port}"
         argv = thunderagent_argv(binary, replica_urls, port, clock.time_scale)
         await processes.start_until_healthy(argv, url + "/health", log=log)
+        await _check_thunderagent_capacity(url, capacity_tokens)
         flags = " ".join(argv[1:]).replace(",".join(replica_urls), "URLS").replace(f" {port} ", " P ")
         version = f"ThunderAgent {_version(binary, 'ThunderAgent')} ({_thunderagent_source(binary)})"
         yield (Endpoints((url,), programs_url=url),
