@@ -39,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tao_harness.fleet.bench import LiveBenchConfig, RunRecord, run_one, write_results
     from tao_harness.fleet.plots import write_plots
+    from tao_harness.fleet.processes import ProcessError
     from tao_harness.fleet.routers import ROUTERS, RouterUnavailable, find_peer, peer_script
     from tao_harness.sim.trace import TraceError, read_trace
     from tao_harness.sim.workloads import WorkloadError, generate
@@ -77,8 +78,11 @@ def run(args: argparse.Namespace) -> int:
         for repeat in range(args.repeats):
             for router in routers:
                 progress.set_description(f"{router} w={level} run {repeat + 1}/{args.repeats}")
-                record, info = asyncio.run(run_one(trace, config, router, level, lambda _: progress.update(),
-                                                   repeat))
+                try:
+                    record, info = asyncio.run(
+                        run_one(trace, config, router, level, lambda _: progress.update(), repeat))
+                except (RouterUnavailable, ProcessError) as exc:  # it did not start: nothing to measure
+                    raise UsageError(f"{router}, {level} workers, run {repeat + 1}: {exc}") from None
                 infos[router] = info
                 records.append(record)
     progress.close()

@@ -14,6 +14,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from tao_harness.cli.main import main
 from tao_harness.clock import ScaledClock
 from tao_harness.fleet.bench import LiveBenchConfig, RunRecord, run_one, write_results
 from tao_harness.fleet.driver import run_fleet, summarize
@@ -137,3 +138,11 @@ def test_failures_and_leaks_are_listed_under_the_table(tmp_path: Path) -> None:
     text = write_results(records, infos, tmp_path, "t").read_text()
     section = text.split("## Failures, stalls and leaks", 1)[1]
     assert f"- thunderagent, 32 workers, run 1:\n  - {leak}" in section and "- tao," not in section
+
+
+def test_bench_live_without_thunderagent_says_how_to_install_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # nor on PATH
+    assert main(["bench", "live", "--router", "thunderagent", "--peers-venv", str(tmp_path)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("tao bench: error: ThunderAgent is not installed: ") and "install_peers.sh" in error
