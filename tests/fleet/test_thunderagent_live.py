@@ -140,9 +140,10 @@ def test_failures_and_leaks_are_listed_under_the_table(tmp_path: Path) -> None:
     assert f"- thunderagent, 32 workers, run 1:\n  - {leak}" in section and "- tao," not in section
 
 
-def test_bench_live_without_thunderagent_says_how_to_install_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_live_without_thunderagent_says_how_to_install_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # nor on PATH
     assert main(["bench", "live", "--router", "thunderagent", "--peers-venv", str(tmp_path)]) == 2
     error = capsys.readouterr().err
-    assert error.startswith("tao bench: error: ThunderAgent is not installed: ") and "install_peers.sh" in error
+    assert error.startswith("tao bench: error: ThunderAgent is not installed: ")
+    assert "install_peers.sh" in error
