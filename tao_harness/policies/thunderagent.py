@@ -93,9 +93,9 @@ class ThunderAgentPolicy:
             placed = {a.session for a in chosen}
             chosen += _greedy_resume(snapshot, rooms, [s for s in snapshot.waiting if s.id not in placed])
             interrupts = _pause_until_safe(snapshot, rooms)
-            self._next_tick = max(self._next_tick + self.scheduler_interval_s, snapshot.now)
-            while self._next_tick <= snapshot.now:
-                self._next_tick += self.scheduler_interval_s
+            # Its loop sleeps one interval after each check (`_scheduler_loop`), so the next tick is counted
+            # from this one, late or not.
+            self._next_tick = snapshot.now + self.scheduler_interval_s
         self._queued = frozenset(s.id for s in snapshot.waiting)
         return make_plan(self.name, "thunderagent", chosen, interrupts=interrupts,
                          solve_ms=(perf_counter() - start) * 1000)
