@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from dataclasses import replace
 from pathlib import Path
 
 from tqdm import tqdm
@@ -20,14 +19,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="workload seed (default 0)")
     parser.add_argument("--workers", default="16", help="comma-separated concurrency levels (default 16)")
     parser.add_argument("--replicas", type=int, default=2, help="emulated replicas per run (default 2)")
-    parser.add_argument("--router", default="tao,vllm-router-program,vllm-router-ca,direct-rr",
-                        help="comma-separated routers (default: all four)")
+    parser.add_argument("--router", default="tao,thunderagent,vllm-router-program,vllm-router-ca,direct-rr",
+                        help="comma-separated routers (default: all five)")
     parser.add_argument("--policy", default="tao", help="policy of the tao router (default tao)")
     parser.add_argument("--time-scale", type=float, default=10.0, help="emulated/real time ratio (default 10)")
     parser.add_argument("--num-gpu-blocks", type=int, default=8000, help="KV blocks per replica (default 8000)")
     parser.add_argument("--profile", help="engine profile of the replicas (default: the replica's)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per router and concurrency (default 3)")
-    parser.add_argument("--peers-venv", type=Path, help="virtualenv holding vllm-router")
+    parser.add_argument("--peers-venv", type=Path, help="virtualenv holding vllm-router and ThunderAgent "
+                        "(scripts/install_peers.sh makes one)")
     parser.add_argument("-o", "--output", type=Path, default=Path("out/bench-live"), metavar="DIR",
                         help="output directory (default out/bench-live)")
     parser.add_argument("--json", action="store_true", help="print every run's metrics as JSON")
@@ -39,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tao_harness.fleet.bench import LiveBenchConfig, RunRecord, run_one, write_results
     from tao_harness.fleet.plots import write_plots
-    from tao_harness.fleet.routers import ROUTERS, RouterUnavailable, find_vllm_router
+    from tao_harness.fleet.processes import ProcessError
+    from tao_harness.fleet.routers import ROUTERS, RouterUnavailable, find_peer, peer_script
     from tao_harness.sim.trace import TraceError, read_trace
     from tao_harness.sim.workloads import WorkloadError, generate
 
@@ -58,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
     if min(workers) < 1 or args.repeats < 1 or args.replicas < 1 or args.time_scale <= 0:
         raise UsageError("--workers, --repeats, --replicas and --time-scale must be positive")
     peers_bin = args.peers_venv / "bin" if args.peers_venv else None
-    if any(r.startswith("vllm-router") for r in routers):
+    for script in sorted({s for r in routers if (s := peer_script(r)) is not None}):
         try:
-            find_vllm_router(peers_bin)
+            find_peer(script, peers_bin)
         except RouterUnavailable as exc:
             raise UsageError(str(exc)) from None
     try:
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     except (TraceError, WorkloadError, OSError) as exc:
         raise UsageError(str(exc)) from None
     config = LiveBenchConfig(routers, workers, args.replicas, args.time_scale, args.num_gpu_blocks, args.repeats,
-                             args.policy, args.profile, peers_bin)
+                             args.policy, args.profile, peers_bin, log_dir=args.output / "logs")
     records: list[RunRecord] = []
     infos = {}
     progress = tqdm(total=len(workers) * args.repeats * len(routers) * len(trace), unit="session",
@@ -77,9 +78,13 @@ def run(args: argparse.Namespace) -> int:
         for repeat in range(args.repeats):
             for router in routers:
                 progress.set_description(f"{router} w={level} run {repeat + 1}/{args.repeats}")
-                record, info = asyncio.run(run_one(trace, config, router, level, lambda _: progress.update()))
+                try:
+                    record, info = asyncio.run(
+                        run_one(trace, config, router, level, lambda _: progress.update(), repeat))
+                except (RouterUnavailable, ProcessError) as exc:  # it did not start: nothing to measure
+                    raise UsageError(f"{router}, {level} workers, run {repeat + 1}: {exc}") from None
                 infos[router] = info
-                records.append(replace(record, repeat=repeat))
+                records.append(record)
     progress.close()
     title = f"{args.trace or args.workload}, {len(trace)} sessions, {args.replicas} replicas, x{args.time_scale:g}"
     path = write_results(records, infos, args.output, title)

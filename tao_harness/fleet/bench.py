@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from tao_harness.fleet.driver import FleetMetrics, run_fleet, with_pool_waits
+import aiohttp
+
+from tao_harness.fleet.driver import (FleetMetrics, failure_reasons, run_fleet, with_pool_waits,
+                                      with_programs_left)
 from tao_harness.fleet.processes import ProcessGroup
 from tao_harness.fleet.routers import RouterInfo, start_router
 from tao_harness.clock import ScaledClock
@@ -34,6 +37,8 @@ COLUMNS: tuple[tuple[str, bool, str], ...] = (
     ("prefix_hit_rate", True, "prefix hit rate"),
     ("makespan_s", False, "makespan (s)"),
     ("failed_requests", False, "failed requests"),
+    ("failed_sessions", False, "failed sessions"),
+    ("programs_left", False, "programs left in router"),
 )
 
 
@@ -48,6 +53,7 @@ class LiveBenchConfig:
     policy: str = "tao"
     profile: str | None = None
     peers_bin: Path | None = None
+    log_dir: Path | None = None  # where peer routers' output goes, a file per run (else discarded)
 
 
 @dataclass
@@ -58,10 +64,13 @@ class RunRecord:
     metrics: FleetMetrics
     results: list[SessionResult] = field(default_factory=list)
     pool_waits: tuple[float, ...] = ()  # the router's own pool waits (TAO), for the wait CDF
+    # What went wrong, one line each (failed requests by reason, stalls, unconfirmed releases, leaked
+    # programs): a router's failures are results, listed under the table.
+    findings: tuple[str, ...] = ()
 
 
 async def run_one(trace: Sequence[TraceSession], config: LiveBenchConfig, router: str, workers: int,
-                  on_session_done: Callable[[SessionResult], None] | None = None,
+                  on_session_done: Callable[[SessionResult], None] | None = None, repeat: int = 0,
                   ) -> tuple[RunRecord, RouterInfo]:
     clock = ScaledClock(config.time_scale)
     async with ProcessGroup() as processes:
@@ -69,13 +78,33 @@ async def run_one(trace: Sequence[TraceSession], config: LiveBenchConfig, router
                                                               num_gpu_blocks=config.num_gpu_blocks)
                                       for _ in range(config.replicas)))
         capacity = config.num_gpu_blocks * 16
+        log = config.log_dir / f"{router}-w{workers}-run{repeat + 1}.log" if config.log_dir else None
         async with start_router(router, urls, capacity, clock, processes, policy=config.policy,
-                                peers_bin=config.peers_bin) as (endpoints, info):
-            metrics, results = await run_fleet(trace, endpoints, workers, clock, on_session_done)
+                                peers_bin=config.peers_bin, log=log) as (endpoints, info):
+            metrics, results = await run_fleet(trace, endpoints, workers, clock, on_session_done,
+                                               stall_after_s=stall_limit(trace))
             waits: tuple[float, ...] = ()
             if endpoints.events_url is not None:
                 metrics, waits = await with_pool_waits(metrics, endpoints.events_url)
-    return RunRecord(router, workers, 0, metrics, results, waits), info
+            findings = [f"{count} × {reason}" for reason, count in failure_reasons(results).most_common()]
+            findings += [f"{count} × release not confirmed: {answer}"
+                         for answer, count in endpoints.release_failures.most_common()]
+            if endpoints.programs_url is not None:
+                try:
+                    metrics, programs = await with_programs_left(metrics, endpoints.programs_url)
+                except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+                    findings.append(f"GET /programs after the run failed: {type(exc).__name__}: {exc}")
+                else:
+                    findings += [f"left in the router after its session released it: {pid} {state}"
+                                 for pid, state in sorted(programs.items())]
+    return RunRecord(router, workers, repeat, metrics, results, waits, tuple(findings)), info
+
+
+def stall_limit(trace: Sequence[TraceSession]) -> float:
+    """Emulated seconds without any turn ending after which a run counts as stalled: twice the trace's longest
+    tool call (every session may be in one), and at least 10 emulated minutes."""
+    longest_tool = max((t.tool.duration_s for s in trace for t in s.turns if t.tool is not None), default=0.0)
+    return max(600.0, 2 * longest_tool)
 
 
 def _median_and_spread(values: Sequence[float | None]) -> tuple[float, float, float] | None:
@@ -119,6 +148,13 @@ def write_results(records: Sequence[RunRecord], infos: dict[str, RouterInfo], ou
         if "tao" in routers and len(routers) > 1:
             lines.append("| TAO vs best other | " + " | ".join(
                 _versus(cells, routers, metric, higher) for metric, higher, _ in COLUMNS) + " |")
+        lines.append("")
+    failed = [r for r in records if r.findings]
+    if failed:
+        lines += ["## Failures, stalls and leaks", ""]
+        for r in failed:
+            lines.append(f"- {r.router}, {r.workers} workers, run {r.repeat + 1}:")
+            lines += [f"  - {finding}" for finding in r.findings]
         lines.append("")
     lines += ["## Routers", ""] + [f"- `{name}`: {info.description}" for name, info in infos.items()]
     path = out / "results.md"

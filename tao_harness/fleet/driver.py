@@ -40,6 +40,9 @@ class FleetMetrics:
     p99_pool_wait_s: float | None = None
     max_pool_wait_s: float | None = None
     waits_over_bound: int | None = None  # requests admitted after waiting past its bound
+    # Programs the router still tracked after every session had ended and released its program (ThunderAgent's
+    # /programs): a leak; None for routers that track no programs.
+    programs_left: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,23 +80,58 @@ def failure_reasons(results: Sequence[SessionResult]) -> Counter[str]:
 
 async def run_fleet(trace: Sequence[TraceSession], endpoints: Endpoints, workers: int, clock: ScaledClock,
                     on_session_done: Callable[[SessionResult], None] | None = None,
-                    ) -> tuple[FleetMetrics, list[SessionResult]]:
-    """Replay `trace` with `workers` concurrent sessions; returns the summary and per-session results."""
+                    stall_after_s: float | None = None) -> tuple[FleetMetrics, list[SessionResult]]:
+    """Replay `trace` with `workers` concurrent sessions; returns the summary and per-session results.
+
+    With `stall_after_s` (emulated seconds), a run in which no turn ends for that long is stopped there and
+    its unfinished sessions count as failed, with the reason."""
     slots = asyncio.Semaphore(workers)
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=10)
     started = time.time()
+    results = [SessionResult(s.session) for s in trace]
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
 
-        async def one(session: TraceSession) -> SessionResult:
+        async def one(session: TraceSession, result: SessionResult) -> None:
             async with slots:
-                result = await replay_session(http, endpoints, session, clock)
+                await replay_session(http, endpoints, session, clock, result)
             if on_session_done is not None:
                 on_session_done(result)
-            return result
 
-        results = list(await asyncio.gather(*(one(s) for s in trace)))
+        tasks = [asyncio.create_task(one(s, r)) for s, r in zip(trace, results)]
+        if stall_after_s is None:
+            await asyncio.gather(*tasks)
+        else:
+            await _until_done_or_stalled(tasks, results, stall_after_s, clock.time_scale)
     return summarize(results, clock.time_scale, started, time.time()), results
+
+
+async def _until_done_or_stalled(tasks: Sequence[asyncio.Task[None]], results: Sequence[SessionResult],
+                                 stall_after_s: float, time_scale: float) -> None:
+    """Waits for every session; if no turn ends for `stall_after_s` emulated seconds, the router has stalled
+    (a deadlock, or requests it holds forever): the sessions left are stopped and marked as stalled, so the
+    run reports the stall instead of hanging the benchmark."""
+    limit = stall_after_s / time_scale
+    progress, last_progress = -1, time.monotonic()
+    pending: set[asyncio.Task[None]] = set(tasks)
+    while pending:
+        _, pending = await asyncio.wait(pending, timeout=min(1.0, limit))
+        now = time.monotonic()
+        turns = sum(len(r.turns) for r in results)
+        if turns != progress:
+            progress, last_progress = turns, now
+        elif now - last_progress > limit:
+            break
+    if not pending:
+        return
+    stopped = time.time()
+    for task, result in zip(tasks, results):
+        if task in pending:
+            if not result.started_at:  # it never got a worker
+                result.started_at = result.ended_at = stopped
+            result.error = f"stalled: no turn of any session ended for {stall_after_s:g} emulated s"
+            task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
 
 
 async def with_pool_waits(metrics: FleetMetrics, coordinator_url: str) -> tuple[FleetMetrics, tuple[float, ...]]:
@@ -105,3 +143,11 @@ async def with_pool_waits(metrics: FleetMetrics, coordinator_url: str) -> tuple[
     p99 = samples[int(0.99 * (len(samples) - 1))] if samples else 0.0
     return replace(metrics, p99_pool_wait_s=p99, max_pool_wait_s=float(waits["max_s"]),
                    waits_over_bound=int(waits["over_bound"])), samples
+
+
+async def with_programs_left(metrics: FleetMetrics, programs_url: str) -> tuple[FleetMetrics, dict[str, Any]]:
+    """ThunderAgent's programs left after the run (`GET /programs`: id -> backend, status, state, tokens)."""
+    async with aiohttp.ClientSession() as http:
+        async with http.get(programs_url + "/programs", timeout=aiohttp.ClientTimeout(total=10)) as response:
+            programs = await response.json()
+    return replace(metrics, programs_left=len(programs)), programs

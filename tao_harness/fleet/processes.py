@@ -15,6 +15,7 @@ import socket
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 
 import aiohttp
@@ -59,11 +60,15 @@ class ProcessGroup:
         except TimeoutError:
             raise ProcessError(f"{argv[0]} printed no URL within {timeout_s} s") from None
 
-    async def start_until_healthy(self, argv: list[str], health_url: str, timeout_s: float = 60.0) -> None:
-        """Start `argv` (output discarded) and wait until `health_url` answers 200."""
-        process = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.DEVNULL,
-                                                       stderr=asyncio.subprocess.DEVNULL,
-                                                       preexec_fn=_die_with_parent)
+    async def start_until_healthy(self, argv: list[str], health_url: str, timeout_s: float = 60.0,
+                                  log: Path | None = None) -> None:
+        """Start `argv` and wait until `health_url` answers 200; its output goes to `log` (else discarded)."""
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+        # The child keeps its own descriptor of the log; ours is closed once it has started.
+        with log.open("wb") if log is not None else contextlib.nullcontext(asyncio.subprocess.DEVNULL) as output:
+            process = await asyncio.create_subprocess_exec(*argv, stdout=output, stderr=asyncio.subprocess.STDOUT,
+                                                           preexec_fn=_die_with_parent)
         self.processes.append(process)
         deadline = time.monotonic() + timeout_s
         async with aiohttp.ClientSession() as http:

@@ -5,6 +5,9 @@
   `{"program_scheduling_enable_key": "auto", "global_queue": true, "token_capacity_per_target": C}`,
   which reads the replicas' `/metrics` and identifies programs from the `x-session-id` header;
 - `vllm-router-ca`: the same binary with `--policy cache_aware`;
+- `thunderagent`: ThunderAgent (ThunderAgent-org/ThunderAgent, installed by scripts/install_peers.sh)
+  with its capacity scheduler (`--router tr`) reading the replicas' `/metrics` (`--metrics`); sessions send
+  `program_id` in the request body and release their program at `/programs/release` when they end;
 - `direct-rr`: no router; the fleet's own balancer sends each request to the next replica in turn.
 """
 
@@ -19,11 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import AsyncIterator, Sequence
 
+import aiohttp
+
 from tao_harness.fleet.processes import ProcessGroup, free_port
 from tao_harness.clock import ScaledClock
 from tao_harness.fleet.session import Endpoints
 
-ROUTERS = ("tao", "vllm-router-program", "vllm-router-ca", "direct-rr")
+ROUTERS = ("tao", "thunderagent", "vllm-router-program", "vllm-router-ca", "direct-rr")
+
+# ThunderAgent's default --scheduler-interval and --metrics-interval, in seconds of a real deployment.
+THUNDERAGENT_INTERVAL_S = 5.0
 
 
 class RouterUnavailable(RuntimeError):
@@ -37,31 +45,83 @@ class RouterInfo:
     description: str
 
 
-def find_vllm_router(peers_bin: Path | None) -> Path:
-    candidates = [peers_bin / "vllm-router"] if peers_bin else []
-    found = shutil.which("vllm-router")
+# The console script each peer router is started by, and how to get it.
+_PEERS = {
+    "vllm-router": "vllm-router is not installed: scripts/install_peers.sh VENV (or pip install "
+                   "vllm-router==0.1.17 into a virtualenv) and pass --peers-venv VENV (or put it on PATH)",
+    "thunderagent": "ThunderAgent is not installed: fetch ThunderAgent-org/ThunderAgent, run scripts/"
+                    "install_peers.sh VENV PATH_TO_ITS_CHECKOUT_OR_GIT_DIR and pass --peers-venv VENV",
+}
+
+
+def find_peer(script: str, peers_bin: Path | None) -> Path:
+    """The peer router's console script, from the peers virtualenv or else PATH."""
+    candidates = [peers_bin / script] if peers_bin else []
+    found = shutil.which(script)
     candidates += [Path(found)] if found else []
     for candidate in candidates:
         if candidate.exists():
             return candidate
-    raise RouterUnavailable("vllm-router is not installed: pip install vllm-router==0.1.17 into a virtualenv "
-                            "and pass --peers-venv DIR (or put it on PATH)")
+    raise RouterUnavailable(_PEERS[script])
 
 
-def _version(binary: Path) -> str:
+def peer_script(router: str) -> str | None:
+    """The console script a router needs from the peers virtualenv (None: it needs none)."""
+    if router.startswith("vllm-router"):
+        return "vllm-router"
+    return "thunderagent" if router == "thunderagent" else None
+
+
+def _version(binary: Path, package: str) -> str:
     pip = binary.parent / "pip"
     if pip.exists():
-        out = subprocess.run([str(pip), "show", "vllm-router"], capture_output=True, text=True, check=False)
+        out = subprocess.run([str(pip), "show", package], capture_output=True, text=True, check=False)
         for line in out.stdout.splitlines():
             if line.startswith("Version:"):
                 return line.split(":", 1)[1].strip()
     return "unknown version"
 
 
+def thunderagent_argv(binary: Path, replica_urls: Sequence[str], port: int, time_scale: float) -> list[str]:
+    """ThunderAgent's command line (flags from its `__main__.py`) for one run.
+
+    Its scheduler (pause and resume) and its metrics fetches run every 5 s of a real deployment. The
+    replicas run `time_scale` times faster than real time, so the same 5 s of the workload's time is
+    5 / time_scale wall seconds: at x10, 0.5 s. Passing 5 s unchanged would give it ten times fewer
+    decisions per tool call and per turn than it makes in production (50 emulated seconds at x10, longer
+    than most of swe-lite's tool calls), and would measure a slower scheduler than the one it ships.
+    """
+    interval = f"{THUNDERAGENT_INTERVAL_S / time_scale:g}"
+    return [str(binary), "--backends", ",".join(replica_urls), "--backend-type", "vllm", "--router", "tr",
+            "--metrics", "--metrics-interval", interval, "--scheduler-interval", interval,
+            "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+
+
+def _thunderagent_source(binary: Path) -> str:
+    """Where scripts/install_peers.sh installed it from (the commit), when it recorded that."""
+    record = binary.parent.parent / "thunderagent-source.txt"
+    return record.read_text().strip() if record.exists() else "source not recorded"
+
+
+async def _check_thunderagent_capacity(url: str, capacity_tokens: int) -> None:
+    """ThunderAgent reads each backend's KV capacity (`vllm:cache_config_info`) once, at startup; a backend
+    it could not read then has no capacity for good, and its scheduler never pauses or resumes there. The
+    run would measure a plain proxy, so it does not start."""
+    async with aiohttp.ClientSession() as http:
+        async with http.get(url + "/metrics", timeout=aiohttp.ClientTimeout(total=10)) as response:
+            backends = (await response.json())["backends"]
+    read = {backend: (state.get("cache_config") or {}).get("total_tokens_capacity")
+            for backend, state in backends.items()}
+    if any(tokens != capacity_tokens for tokens in read.values()):
+        raise RouterUnavailable(f"ThunderAgent read KV capacities {read} from the replicas, "
+                                f"expected {capacity_tokens} tokens each")
+
+
 @asynccontextmanager
 async def start_router(name: str, replica_urls: Sequence[str], capacity_tokens: int, clock: ScaledClock,
                        processes: ProcessGroup, *, policy: str = "tao", peers_bin: Path | None = None,
-                       ) -> AsyncIterator[tuple[Endpoints, RouterInfo]]:
+                       log: Path | None = None) -> AsyncIterator[tuple[Endpoints, RouterInfo]]:
+    """Starts `name` against the replicas; a peer router's output goes to `log` (else discarded)."""
     if name == "tao":
         # Own processes, like the peers: the fleet driver's event loop must not host the router under test.
         replica_flags = [flag for i, url in enumerate(replica_urls) for flag in ("--replica", f"r{i}={url}")]
@@ -78,9 +138,21 @@ async def start_router(name: str, replica_urls: Sequence[str], capacity_tokens: 
     if name == "direct-rr":
         yield Endpoints(tuple(replica_urls)), RouterInfo(name, "no router: requests round-robin over the replicas")
         return
+    if name == "thunderagent":
+        binary = find_peer("thunderagent", peers_bin)
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        argv = thunderagent_argv(binary, replica_urls, port, clock.time_scale)
+        await processes.start_until_healthy(argv, url + "/health", log=log)
+        await _check_thunderagent_capacity(url, capacity_tokens)
+        flags = " ".join(argv[1:]).replace(",".join(replica_urls), "URLS").replace(f" {port} ", " P ")
+        version = f"ThunderAgent {_version(binary, 'ThunderAgent')} ({_thunderagent_source(binary)})"
+        yield (Endpoints((url,), programs_url=url),
+               RouterInfo(name, f"{version} {flags}: 5 s scheduler and metrics intervals in emulated time"))
+        return
     if name not in ("vllm-router-program", "vllm-router-ca"):
         raise RouterUnavailable(f"unknown router {name!r}; choose from {', '.join(ROUTERS)}")
-    binary = find_vllm_router(peers_bin)
+    binary = find_peer("vllm-router", peers_bin)
     flags = ["--policy", "cache_aware"]
     if name == "vllm-router-program":
         settings = {"program_scheduling_enable_key": "auto", "global_queue": True,
@@ -92,5 +164,6 @@ async def start_router(name: str, replica_urls: Sequence[str], capacity_tokens: 
     url = f"http://127.0.0.1:{port}"
     # Each instance needs its own Prometheus exporter port, or a second router fails to start.
     argv += ["--port", str(port), "--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port())]
-    await processes.start_until_healthy(argv, url + "/health")
-    yield Endpoints((url,)), RouterInfo(name, f"vllm-router {_version(binary)} {' '.join(flags)}")
+    await processes.start_until_healthy(argv, url + "/health", log=log)
+    version = _version(binary, "vllm-router")
+    yield Endpoints((url,)), RouterInfo(name, f"vllm-router {version} {' '.join(flags)}")

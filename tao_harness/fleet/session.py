@@ -5,7 +5,9 @@ Each trace turn is a real streaming chat request carrying the session's whole, g
 `ignore_eos` so the reply has exactly that length. Each tool call is a real wait of the trace's
 duration divided by the time scale, reported as `tool_start` / `tool_end` events when the router
 takes them (TAO's coordinator). Sessions identify themselves as OpenCode does (`x-session-id`,
-`x-session-affinity`), so every router sees what it would see in production.
+`x-session-affinity`), so every router sees what it would see in production; behind ThunderAgent they
+also send `program_id` in the body (what its README's `extra_body={"program_id": ...}` puts there) and
+release the program (`POST /programs/release`) when they end, as its API expects.
 
 Times in the results are emulated seconds (wall seconds × time scale).
 """
@@ -46,6 +48,11 @@ class Endpoints:
     event_resends: int = 0
     # Tool events never accepted: refused as invalid, or still failing after the resends.
     events_lost: int = 0
+    # ThunderAgent's root when it is the router: requests carry the session as `program_id`, and a session
+    # that ends releases its program there; None for routers that know no programs.
+    programs_url: str | None = None
+    # Releases ThunderAgent did not confirm ({"released": true}), with what it answered instead.
+    release_failures: Counter[str] = field(default_factory=Counter)
     _turn: itertools.count = field(default_factory=itertools.count, repr=False)
 
     def next_llm_url(self) -> str:
@@ -116,6 +123,8 @@ async def _turn(http: aiohttp.ClientSession, endpoints: Endpoints, session: str,
                 tool_ended_at: float | None) -> tuple[TurnResult, str]:
     body = {"model": "tao-replica", "messages": messages, "max_tokens": max(1, max_tokens), "stream": True,
             "stream_options": {"include_usage": True}, "ignore_eos": True, "temperature": 0}
+    if endpoints.programs_url is not None:
+        body["program_id"] = session
     headers = {"x-session-id": session, "x-session-affinity": session, "Authorization": "Bearer dummy"}
     tracker = UsageTracker("openai", streaming=True)
     started_wall, started = time.time(), time.monotonic()
@@ -167,9 +176,11 @@ def _content_of(sse: str) -> str:
 
 
 async def replay_session(http: aiohttp.ClientSession, endpoints: Endpoints, trace: TraceSession,
-                         clock: ScaledClock) -> SessionResult:
+                         clock: ScaledClock, result: SessionResult | None = None) -> SessionResult:
+    """Replays `trace`, recording into `result` as it goes (a caller that cancels it keeps the turns done)."""
     time_scale = clock.time_scale
-    result = SessionResult(trace.session, started_at=time.time())
+    result = result or SessionResult(trace.session)
+    result.started_at = time.time()
     group_seed = zlib.crc32((trace.prefix_group or trace.session).encode())
     first_input = trace.turns[0].input_tokens
     shared = min(trace.shared_prefix_tokens, first_input)
@@ -221,5 +232,19 @@ async def replay_session(http: aiohttp.ClientSession, endpoints: Endpoints, trac
                     await response.read()
             except (aiohttp.ClientError, TimeoutError):
                 pass
+        if endpoints.programs_url is not None:
+            await _release_program(http, endpoints, trace.session)
     return result
+
+
+async def _release_program(http: aiohttp.ClientSession, endpoints: Endpoints, session: str) -> None:
+    """ThunderAgent's `POST /programs/release`; an answer but `released: true` is counted, not hidden."""
+    try:
+        async with http.post(f"{endpoints.programs_url}/programs/release", json={"program_id": session},
+                             timeout=aiohttp.ClientTimeout(total=5)) as response:
+            answer = await response.json(content_type=None) if response.status == 200 else None
+            if not (isinstance(answer, dict) and answer.get("released") is True):
+                endpoints.release_failures[f"HTTP {response.status}: {answer}"[:200]] += 1
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        endpoints.release_failures[type(exc).__name__] += 1
 

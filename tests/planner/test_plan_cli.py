@@ -44,8 +44,11 @@ def test_json_output_is_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["plan", str(write(tmp_path, SNAPSHOT)), "--policy", "thunderagent", "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["policy"] == "thunderagent" and plan["fallback"] is False
-    assert {a["session"] for a in plan["assignments"]} == {"late", "cold"}  # smallest first, no cache term
-    assert plan["objective"] == [0, 1, 18000, 2]
+    # warm's first request meets an empty queue and is placed at once on the node with the fewest program
+    # tokens; at the tick, cold (smallest first, no cache term) goes to r0's 15,900 left; late's 9,000 + 100
+    # buffer does not fit r1's 9,000.
+    assert {a["session"] for a in plan["assignments"]} == {"warm", "cold"}
+    assert plan["objective"] == [7061, 1, 23000, 2]  # warm's cache credit on r0, where it landed
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable
 
 import pytest
@@ -31,7 +32,7 @@ def test_registry_builds_every_policy_and_rejects_unknown_names() -> None:
         get_policy("round-robin")
 
 
-def test_thunderagent_resumes_by_class_smallest_first_on_the_freest_node(snap: Snap) -> None:
+def test_thunderagent_resumes_by_class_then_places_largest_first_on_the_roomiest_node(snap: Snap) -> None:
     snapshot = snap(
         nodes=[{"id": "small", "capacity_tokens": 30000}, {"id": "big", "capacity_tokens": 50000}],
         sessions=[
@@ -42,24 +43,65 @@ def test_thunderagent_resumes_by_class_smallest_first_on_the_freest_node(snap: S
         ],
     )
     plan = get_policy("thunderagent").plan(snapshot)
-    # Resume order: returning (smallest first), then new, then acting. Each takes the first node that
-    # fits in the order of free capacity taken once before the loop (big, then small), never re-sorted.
-    assert [a.session for a in plan.assignments] == ["returning-small", "returning-big", "new", "acting-tiny"]
-    assert plan.admitted == {"returning-small": "big", "returning-big": "big", "new": "small",
+    # A program is queued ahead of `new`, so it waits for the tick. All four fit the summed room (80,000);
+    # placed largest first, each on the node with the most room left, re-sorted after every placement:
+    # returning-big -> big (24,900 left), new -> small (9,900), returning-small -> big, acting-tiny -> big.
+    assert [a.session for a in plan.assignments] == ["returning-big", "new", "returning-small", "acting-tiny"]
+    assert plan.admitted == {"returning-big": "big", "new": "small", "returning-small": "big",
                              "acting-tiny": "big"}
 
 
-def test_thunderagent_pauses_acting_smallest_first_when_over_capacity(snap: Snap) -> None:
+def test_thunderagent_selects_by_priority_within_the_summed_room(snap: Snap) -> None:
     snapshot = snap(
-        nodes=[{"id": "r0", "capacity_tokens": 40000, "used_tokens": 46000}],
+        nodes=[{"id": "r0", "capacity_tokens": 12500}, {"id": "r1", "capacity_tokens": 12500}],
         sessions=[
-            {"id": "a-big", "tokens": 20000, "state": "acting", "node": "r0"},
-            {"id": "a-small", "tokens": 3000, "state": "acting", "node": "r0"},
-            {"id": "a-mid", "tokens": 5000, "state": "acting", "node": "r0"},
-            {"id": "busy", "tokens": 1000, "state": "reasoning", "node": "r0"},
+            {"id": "acting", "tokens": 2000, "turn": 5, "has_request": False},
+            {"id": "new", "tokens": 9000, "turn": 1},
+            {"id": "returning", "tokens": 11000, "turn": 3},
         ],
     )
-    assert get_policy("thunderagent").plan(snapshot).interrupts == ("a-small", "a-mid")
+    # returning (11,100) then new (9,100) take 20,200 of the summed 25,000, acting's 2,100 still fits; placed
+    # largest first, returning -> r0 (1,400 left), new -> r1 (3,400 left), acting -> r1, the roomier.
+    assert plan_of("thunderagent", snapshot) == {"returning": "r0", "new": "r1", "acting": "r1"}
+
+
+def test_thunderagent_places_first_requests_at_once_when_its_queue_is_empty(snap: Snap) -> None:
+    nodes = [{"id": "r0", "capacity_tokens": 30000}, {"id": "r1", "capacity_tokens": 30000}]
+    holder = {"id": "h", "tokens": 5000, "state": "acting", "node": "r0"}
+    policy = get_policy("thunderagent")
+    assert policy.plan(snap(nodes=nodes, sessions=[holder])).admitted == {}  # the tick at t = 1000
+    # At 1001 (next tick at 1005) a first request meets an empty queue: the node with fewer program tokens.
+    first = replace(snap(nodes=nodes, sessions=[{"id": "a", "tokens": 4000, "turn": 1}, holder]), now=1001.0)
+    assert policy.plan(first).admitted == {"a": "r1"}
+    # One that does not fit anywhere joins the queue; a later first request queues behind it until the tick,
+    # where huge (40,100) is too large for either node and b goes to the roomier one.
+    queued = snap(nodes=nodes, sessions=[{"id": "huge", "tokens": 40000, "turn": 1},
+                                         {"id": "b", "tokens": 1000, "turn": 1}, holder])
+    assert policy.plan(replace(queued, now=1002.0)).admitted == {}
+    assert policy.plan(replace(queued, now=1005.0)).admitted == {"b": "r1"}
+
+
+def held(node: str, *sessions: tuple[str, int, str]) -> list[dict[str, Any]]:
+    """Sessions (id, tokens, state) holding `node`."""
+    return [{"id": sid, "tokens": tokens, "state": state, "node": node} for sid, tokens, state in sessions]
+
+
+def test_thunderagent_pauses_acting_smallest_first_when_over_capacity(snap: Snap) -> None:
+    holders = held("r0", ("a-big", 20000, "acting"), ("a-small", 3000, "acting"), ("a-mid", 5000, "acting"),
+                   ("busy", 1000, "reasoning"))
+    # Programs hold 29,000 tokens + 4 x 100 of buffer: 3,400 over 26,000; the measured usage is not read.
+    over = snap(nodes=[{"id": "r0", "capacity_tokens": 26000, "used_tokens": 0}], sessions=holders)
+    assert get_policy("thunderagent").plan(over).interrupts == ("a-small", "a-mid")
+
+
+def test_thunderagent_marks_every_reasoning_session_if_pausing_acting_ones_falls_short(snap: Snap) -> None:
+    holders = held("r0", ("acting", 3000, "acting"), ("think-1", 6000, "reasoning"),
+                   ("think-2", 1000, "reasoning"))
+    holders += held("r1", ("elsewhere", 1000, "reasoning"))
+    # Without `acting`, r0 still holds 7,200 > 6,500: marking does not lower that count, so both are marked.
+    snapshot = snap(nodes=[{"id": "r0", "capacity_tokens": 6500}, {"id": "r1", "capacity_tokens": 6500}],
+                    sessions=holders)
+    assert get_policy("thunderagent").plan(snapshot).interrupts == ("acting", "think-1", "think-2")
 
 
 def test_sglang_switches_to_least_loaded_past_both_imbalance_thresholds(snap: Snap) -> None:

@@ -53,9 +53,13 @@ def test_every_policy_returns_a_feasible_plan(snapshot: Snapshot) -> None:
             assert a.value == snapshot.value(waiting[a.session], a.node)
         assert plan.objective == objective_of(plan.assignments)
         for sid in plan.interrupts:
-            assert snapshot.session(sid).state == "acting", f"{name}: interrupted a non-acting session"
+            # ThunderAgent marks reasoning sessions for pause too; the state machine releases them when their
+            # request ends, so they free no room in this plan.
+            allowed = ("acting", "reasoning") if name == "thunderagent" else ("acting",)
+            state = snapshot.session(sid).state
+            assert state in allowed, f"{name}: interrupted a {state} session"
         if policy.admission_control:
-            released = {sid: snapshot.session(sid) for sid in plan.interrupts}
+            released = {sid: s for sid in plan.interrupts if (s := snapshot.session(sid)).state == "acting"}
             for node in snapshot.nodes:
                 freed = sum(s.cost(snapshot.params) for s in released.values() if s.node == node.id)
                 if name == "thunderagent":  # it may release into a node that was over capacity
