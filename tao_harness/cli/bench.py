@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from tao_harness.cli.common import UsageError
+from tao_harness.cli.common import UsageError, new_dir
 from tao_harness.sim.report import BenchRun, BenchSettings
 from tao_harness.sim.trace import TraceSession
 
@@ -236,7 +236,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     jobs, settings = build_jobs(args)
     try:
-        args.output.mkdir(parents=True, exist_ok=True)  # fail before hours of simulation, not after
+        args.output.mkdir(exist_ok=True)  # fail before hours of simulation, not after
         runs = _collect(jobs, args, settings)
         files = write_report(runs, settings, args.output)
     except OSError as exc:
@@ -298,7 +298,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     compare.add_argument(
         "-o",
         "--output",
-        type=Path,
+        type=new_dir,
         required=True,
         metavar="DIR",
         help="directory for results.md, results.csv and the PNG plots",

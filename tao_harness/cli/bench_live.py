@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from tao_harness.cli.common import UsageError, print_json
+from tao_harness.cli.common import UsageError, new_dir, print_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs per router and concurrency (default 3)")
     parser.add_argument("--peers-venv", type=Path, help="virtualenv holding vllm-router and ThunderAgent "
                         "(scripts/install_peers.sh makes one)")
-    parser.add_argument("-o", "--output", type=Path, default=Path("out/bench-live"), metavar="DIR",
+    parser.add_argument("-o", "--output", type=new_dir, default=Path("out/bench-live"), metavar="DIR",
                         help="output directory (default out/bench-live)")
     parser.add_argument("--json", action="store_true", help="print every run's metrics as JSON")
     parser.add_argument("--faults", nargs="?", const="full", choices=("full", "ci"),

@@ -62,11 +62,23 @@ def port_number(text: str) -> int:
 
 
 def new_file(text: str) -> Path:
-    """argparse type of an output file (`-o`): its folder must exist. A typo in a folder name is an error,
-    not a new tree of folders."""
-    path = Path(text)
-    if not text or path.is_dir():
+    """argparse type of an output file (`-o FILE`): its folder must exist. A typo in a folder name is an
+    error, not a new tree of folders."""
+    if not text or Path(text).is_dir():
         raise argparse.ArgumentTypeError(f"expected a file to write, got {text!r}")
+    return _in_a_folder(text)
+
+
+def new_dir(text: str) -> Path:
+    """argparse type of an output directory (`-o DIR`), created if need be: the folder it is in must
+    exist, as for `new_file`."""
+    if not text or Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"expected a directory to write into, got {text!r}")
+    return _in_a_folder(text)
+
+
+def _in_a_folder(text: str) -> Path:
+    path = Path(text)
     if not path.parent.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: no directory {path.parent}")
     return path

@@ -55,11 +55,11 @@ def test_unwritable_output_exits_2_before_simulating(
 ) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    assert (
+    with pytest.raises(SystemExit) as exited:  # refused as the command line is read
         _compare("--trace", str(_small_trace(tmp_path)), "--policies", "vllm-rr", "-o", str(blocker / "out"))
-        == 2
-    )
-    assert "cannot write the report" in capsys.readouterr().err
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(f"argument -o/--output: {blocker / 'out'}: no directory {blocker}\n")
+    assert not (blocker.parent / "out").exists()
 
 
 def test_workload_and_trace_are_exclusive_and_output_required(tmp_path: Path) -> None:

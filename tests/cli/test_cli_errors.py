@@ -139,3 +139,16 @@ def test_a_malformed_trace_is_named_by_sim(tmp_path: Path, capsys: pytest.Captur
     trace.write_text('{"bad": 1}\n')
     assert tao(["sim", "--trace", str(trace), "--policy", "tao", "--replicas", "1", "--workers", "1"]) == 2
     assert capsys.readouterr().err == f"tao sim: error: {trace}: line 1: missing field 'session'\n"
+
+
+@pytest.mark.parametrize("command", [["bench", "compare", "--policies", "tao"], ["bench", "live"]],
+                         ids=" ".join)
+def test_an_output_directory_in_a_missing_folder_is_refused_and_none_is_made(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "nonexistent" / "dir"
+    with pytest.raises(SystemExit) as exited:
+        tao([*command, "-o", str(out)])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(f"argument -o/--output: {out}: no directory {out.parent}")
+    assert not out.parent.exists()
