@@ -45,7 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tao_harness.policies.interrupts import ValueView, release_room
-from tao_harness.policies.tool_time import tool_time_left
+from tao_harness.policies.tool_time import release_order
 from tao_harness.types import NodeState, SessionView, Snapshot
 
 
@@ -87,9 +87,8 @@ def admit_overdue(snapshot: Snapshot, kept: ValueView) -> Aged:
                         key=lambda s, node_id=node_id: (kept(s, node_id), s.id))
         for node_id in free
     }
-    if params.tool_time_release:
-        acting = {node_id: sorted(holders, key=lambda h: (-tool_time_left(snapshot, h), h.id))
-                  for node_id, holders in acting.items()}
+    if params.tool_time_release:  # only holders whose tool leaves time to pay for their reload, longest first
+        acting = {node_id: release_order(snapshot, holders) for node_id, holders in acting.items()}
     released: list[SessionView] = []
     admitted: list[tuple[SessionView, str]] = []
     reserved: set[str] = set()

@@ -78,3 +78,19 @@ def test_host_credit_brings_an_interrupted_session_back_to_its_replica(snap: Sna
     with_host = get_policy("tao").plan(snap(nodes=nodes, sessions=sessions, host_tokens_per_s=200_000.0))
     assert without.assignments[0].value[0] == 0
     assert with_host.admitted == {"back": "r1"} and with_host.assignments[0].value[0] > 3000
+
+
+def test_the_wait_bound_releases_only_holders_whose_tool_pays_for_their_reload(snap: Snap) -> None:
+    nodes = [{"id": "r0", "capacity_tokens": 10 * Q, "used_tokens": 10 * Q}]
+    # Waited 25 s of a 30 s bound: holders back within 5 s are spared (aging.py), any other may go.
+    overdue = {"id": "overdue", "tokens": tokens(4), "waiting_since": 975.0}
+    # 768 tokens each, 0.77 s to reload: worth releasing with 2.3 s of tool left; the longer tool goes.
+    sooner, later = back_in(acting("sooner", 5, {}), 6.0), back_in(acting("later", 5, {}), 9.0)
+    plan = get_policy("tao").plan(snap(nodes=nodes, sessions=[sooner, later, overdue], max_wait_s=30.0, **PRICED))
+    assert plan.admitted == {"overdue": "r0"} and plan.interrupts == ("later",)
+    # 2,048 tokens, 2.05 s to reload, back in 5.5 s: past the spared window but under 3 reload times.
+    stay = back_in(acting("stay", 10, {}), 5.5)
+    plan = get_policy("tao").plan(snap(nodes=nodes, sessions=[stay, overdue], max_wait_s=30.0, **PRICED))
+    assert plan.interrupts == () and plan.admitted == {}
+    paper = get_policy("tao").plan(snap(nodes=nodes, sessions=[stay, overdue], max_wait_s=30.0))
+    assert paper.interrupts == ("stay",)  # the paper's order releases it for the overdue request
