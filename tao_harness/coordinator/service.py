@@ -23,6 +23,7 @@ from tao_harness.config import ReplicaSpec, TaoConfig
 from tao_harness.coordinator import records
 from tao_harness.coordinator.leases import Lease, LeaseBook
 from tao_harness.coordinator.owners import OwnerBook
+from tao_harness.coordinator.policy_loading import LoadingPolicy
 from tao_harness.coordinator.replicas import ReplicaRegistry
 from tao_harness.coordinator.state import ClusterState
 from tao_harness.events import ToolEnd, ToolEvent, ToolStart
@@ -158,6 +159,12 @@ class Coordinator:
         self.leases = LeaseBook(self._describe_lease)
         state.watch_phases()  # lease publication follows the sessions that changed, not all of them
         self.owners = OwnerBook(config.sessions.proxy_grace_s, config.sessions.unowned_request_ttl_s)
+
+    @property
+    def planner_ready(self) -> bool:
+        """False while the policy's compiled kernels load, when plans are best-fit-decreasing
+        (coordinator/policy_loading.py)."""
+        return not isinstance(self.policy, LoadingPolicy) or self.policy.ready.is_set()
 
     # ------------------------------------------------------------------ sessions and requests
 

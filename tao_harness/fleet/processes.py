@@ -23,7 +23,7 @@ URL_LINE = re.compile(rb"(https?://[\w.\-:\[\]]+)")
 PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Linux: the child gets SIGTERM when its parent dies, even by SIGKILL, so no replica is orphaned."""
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -41,7 +41,7 @@ class ProcessGroup:
         """Start `argv` and wait for the first line on stdout that holds a URL."""
         process = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
                                                        stderr=asyncio.subprocess.STDOUT,
-                                                       preexec_fn=_die_with_parent)
+                                                       preexec_fn=die_with_parent)
         self.processes.append(process)
         seen: list[bytes] = []
         assert process.stdout is not None
@@ -63,7 +63,7 @@ class ProcessGroup:
         """Start `argv` (output discarded) and wait until `health_url` answers 200."""
         process = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.DEVNULL,
                                                        stderr=asyncio.subprocess.DEVNULL,
-                                                       preexec_fn=_die_with_parent)
+                                                       preexec_fn=die_with_parent)
         self.processes.append(process)
         deadline = time.monotonic() + timeout_s
         async with aiohttp.ClientSession() as http:

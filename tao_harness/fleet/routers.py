@@ -10,20 +10,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
 import sys
+import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import AsyncIterator, Sequence
+
+import aiohttp
 
 from tao_harness.fleet.processes import ProcessGroup, free_port
 from tao_harness.clock import ScaledClock
 from tao_harness.fleet.session import Endpoints
 
 ROUTERS = ("tao", "vllm-router-program", "vllm-router-ca", "direct-rr")
+PLANNER_READY_S = 900.0  # at most, for a coordinator's first start to compile the planner's kernels
 
 
 class RouterUnavailable(RuntimeError):
@@ -71,6 +76,7 @@ async def start_router(name: str, replica_urls: Sequence[str], capacity_tokens: 
             "--time-scale", str(clock.time_scale), "--clock-epoch", repr(clock.epoch), "--log-level", "WARNING"])
         _, proxy_url = await processes.start_url_server([
             *tao, "proxy", "--port", "0", "--coordinator", coordinator_url, *replica_flags, "--log-level", "WARNING"])
+        await _planner_ready(coordinator_url)
         yield (Endpoints((proxy_url,), coordinator_url),
                RouterInfo(name, f"tao_harness coordinator + proxy (own processes), --policy {policy}; "
                                 f"capacity from the replicas' /metrics"))
@@ -94,3 +100,17 @@ async def start_router(name: str, replica_urls: Sequence[str], capacity_tokens: 
     argv += ["--port", str(port), "--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port())]
     await processes.start_until_healthy(argv, url + "/health")
     yield Endpoints((url,)), RouterInfo(name, f"vllm-router {_version(binary)} {' '.join(flags)}")
+
+
+async def _planner_ready(coordinator_url: str) -> None:
+    """Wait until the coordinator plans with its policy's exact program: until then (its compiled kernels
+    loading) it plans best-fit-decreasing, which is not what the benchmark compares."""
+    deadline = time.monotonic() + PLANNER_READY_S
+    async with aiohttp.ClientSession() as http:
+        while True:
+            async with http.get(coordinator_url + "/healthz") as response:
+                if (await response.json())["planner"] == "ready":
+                    return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the coordinator's planner was not ready within {PLANNER_READY_S:.0f} s")
+            await asyncio.sleep(0.2)

@@ -35,13 +35,18 @@ _ENTRIES: dict[str, tuple[str, str, dict[str, object], str]] = {
     "continuum": ("tao_harness.policies.continuum", "ContinuumPolicy", {},
                   "FCFS by arrival, program admission, cache-affinity placement"),
 }
+# The policies that run the planner's compiled kernels, and the switches that plan the same values without
+# them (best-fit-decreasing): what a server plans with while the kernels load (coordinator/policy_loading.py).
+_WITHOUT_KERNELS: dict[str, dict[str, object]] = {name: {"solver": "bfd"}
+                                                  for name in ("tao", "tao-no-readiness", "tao-no-cache")}
 
-def _factory(name: str) -> Callable[[PlannerConfig], Policy]:
+
+def _factory(name: str, **switches: object) -> Callable[[PlannerConfig], Policy]:
     module_name, class_name, kwargs, _ = _ENTRIES[name]
 
     def build(config: PlannerConfig) -> Policy:
         cls = getattr(importlib.import_module(module_name), class_name)
-        return cls(config, name=name, **kwargs)  # type: ignore[no-any-return]
+        return cls(config, name=name, **{**kwargs, **switches})  # type: ignore[no-any-return]
 
     return build
 
@@ -63,3 +68,11 @@ def get_policy(name: str, config: PlannerConfig | None = None) -> Policy:
     if name not in POLICIES:
         raise ValueError(f"unknown policy {name!r}; choose one of: {', '.join(policy_names())}")
     return POLICIES[name](config or PlannerConfig())
+
+
+def without_kernels(name: str, config: PlannerConfig | None = None) -> Policy | None:
+    """A policy planning `name`'s values without the planner's compiled kernels (its plans say solver "bfd"),
+    or None when `name` needs none: what a server plans with while they load."""
+    if name not in _WITHOUT_KERNELS:
+        return None
+    return _factory(name, **_WITHOUT_KERNELS[name])(config or PlannerConfig())
