@@ -70,9 +70,14 @@ def get_policy(name: str, config: PlannerConfig | None = None) -> Policy:
     return POLICIES[name](config or PlannerConfig())
 
 
+def needs_kernels(name: str) -> bool:
+    """Whether the policy `name` runs the planner's compiled kernels (planner/warm.py)."""
+    return name in _WITHOUT_KERNELS
+
+
 def without_kernels(name: str, config: PlannerConfig | None = None) -> Policy | None:
     """A policy planning `name`'s values without the planner's compiled kernels (its plans say solver "bfd"),
     or None when `name` needs none: what a server plans with while they load."""
-    if name not in _WITHOUT_KERNELS:
+    if not needs_kernels(name):
         return None
     return _factory(name, **_WITHOUT_KERNELS[name])(config or PlannerConfig())

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from tao_harness.coordinator.records import NodeLoad, ToolStart
 from tao_harness.coordinator.state import ClusterState
@@ -69,8 +69,10 @@ class _Live:
 class Simulator:
     """One run; use `simulate()`."""
 
-    def __init__(self, trace: Sequence[TraceSession], config: SimConfig) -> None:
+    def __init__(self, trace: Sequence[TraceSession], config: SimConfig,
+                 on_session_end: Callable[[str], None] | None = None) -> None:
         self._config = config
+        self._on_session_end = on_session_end  # a progress bar's
         self._trace = sorted(trace, key=lambda s: s.arrival_s)  # stable: trace order breaks ties
         self._policy = get_policy(config.policy, config.planner)
         self._dump = snapshot_dump(config.planner.dump_snapshots)
@@ -223,6 +225,8 @@ class Simulator:
         self._state.on_session_end(session, now)
         self._recorder.session_ended(session, now)
         del self._live[session]
+        if self._on_session_end is not None:
+            self._on_session_end(session)
         self._start_next(now)
         self._want_plan(now)
 
@@ -378,8 +382,10 @@ def _call_id(session: str, turn: int) -> str:
     return f"{session}/{turn}"
 
 
-def simulate(trace: Sequence[TraceSession], config: SimConfig) -> SimResult:
-    """Replay `trace` under `config`; ValueError for an unknown policy or profile, SimError if stuck."""
+def simulate(trace: Sequence[TraceSession], config: SimConfig,
+             on_session_end: Callable[[str], None] | None = None) -> SimResult:
+    """Replay `trace` under `config`, calling `on_session_end` with each session that ends; ValueError for
+    an unknown policy or profile, SimError if stuck."""
     if not trace:
         raise ValueError("the trace holds no sessions")
-    return Simulator(trace, config).run()
+    return Simulator(trace, config, on_session_end).run()
