@@ -24,6 +24,7 @@ from tao_harness.config import PlannerConfig
 from tao_harness.fleet.processes import die_with_parent
 from tao_harness.policies.base import Policy
 from tao_harness.policies.registry import get_policy, without_kernels
+from tao_harness.serving import freeze_startup_objects
 from tao_harness.types import Plan, Snapshot
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,9 @@ class LoadingPolicy:
             return
         self._current = policy
         self.ready.set()
+        # what loading left (numba's and HiGHS's objects), out of the collector's way, as the server did with
+        # its start-up's: full collections (~50 ms with numba loaded) would land in plans
+        freeze_startup_objects()
         log.log(logging.WARNING if compiling else logging.INFO, "planner kernels ready after %.0f s: planning "
                 "with the exact program (%s)", time.monotonic() - started, self.name)
 
