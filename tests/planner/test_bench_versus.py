@@ -29,16 +29,24 @@ def versus(monkeypatch: pytest.MonkeyPatch) -> Any:
     return importlib.import_module("bench_versus")
 
 
-def test_a_tree_against_itself_plans_the_same_snapshots_alike() -> None:
+@pytest.fixture(scope="module")
+def rows() -> list[dict[str, Any]]:
+    """The same tree on both sides, on drawn shapes and a folder of recorded snapshots: one run for the
+    tests below (each run starts two workers that import and load the planner, ~20 s on a busy machine)."""
+    done = _versus("--base", str(ROOT), "--shapes", "ours,ties", "--sizes", "8x2,12x3", "--trials", "3",
+                   "--repeat", "2", "--replay", str(INDEPENDENT), "--json")
+    assert done.returncode == 0, done.stderr
+    found: list[dict[str, Any]] = json.loads(done.stdout)
+    return found
+
+
+@pytest.mark.xdist_group("bench_versus_rows")  # one worker runs the fixture (scripts/run_tests.py)
+def test_a_tree_against_itself_plans_the_same_snapshots_alike(rows: list[dict[str, Any]]) -> None:
     """The same tree on both sides: every snapshot planned by both, the same K (the planner is a
     deterministic function of the snapshot when it proves its plans), both sides timed."""
-    done = _versus("--base", str(ROOT), "--shapes", "ours,ties", "--sizes", "8x2,12x3", "--trials", "3",
-                   "--repeat", "2", "--json")
-    assert done.returncode == 0, done.stderr
-    rows = json.loads(done.stdout)
-    assert [(row["shape"], row["size"]) for row in rows] == [
+    assert [(row["shape"], row["size"]) for row in rows[:4]] == [
         ("ours", "8x2"), ("ours", "12x3"), ("ties", "8x2"), ("ties", "12x3")]
-    for row in rows:
+    for row in rows[:4]:
         assert row["snapshots"] == 3
         base, this = row["base"], row["this"]
         assert base["k_total"] == this["k_total"] > 0
@@ -49,11 +57,9 @@ def test_a_tree_against_itself_plans_the_same_snapshots_alike() -> None:
             assert 0 < p50 <= p95 <= p99 and side["total_ms"] >= p99
 
 
-def test_a_folder_of_recorded_snapshots_is_one_more_row() -> None:
-    done = _versus("--base", str(ROOT), "--shapes", "", "--replay", str(INDEPENDENT), "--repeat", "1",
-                   "--json")
-    assert done.returncode == 0, done.stderr
-    (row,) = json.loads(done.stdout)
+@pytest.mark.xdist_group("bench_versus_rows")
+def test_a_folder_of_recorded_snapshots_is_one_more_row(rows: list[dict[str, Any]]) -> None:
+    (row,) = rows[4:]
     assert row["shape"] == "replay independent" and row["snapshots"] == len(list(INDEPENDENT.glob("*.json")))
     assert row["base"]["k_total"] > 0 and row["this"]["k_total"] > 0
 
