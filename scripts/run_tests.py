@@ -1,7 +1,4 @@
-"""Run the test suite; pytest's "no tests collected" (exit 5) counts as a pass, not a failure.
-
-Two xdist workers, `--dist loadgroup`: the tests of an `xdist_group` go to one worker, so a module-scoped
-fixture they share (the fault campaign, ~2 minutes on a busy machine) runs once, not once per worker."""
+"""Run the test suite; pytest's "no tests collected" (exit 5) counts as a pass, not a failure."""
 
 from __future__ import annotations
 
@@ -12,5 +9,5 @@ import pytest
 NO_TESTS_COLLECTED = 5
 
 if __name__ == "__main__":
-    code = pytest.main(["-n", "2", "--dist", "loadgroup", *sys.argv[1:]])
+    code = pytest.main(["-n", "2", *sys.argv[1:]])
     sys.exit(0 if code == NO_TESTS_COLLECTED else int(code))

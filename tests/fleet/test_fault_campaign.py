@@ -14,9 +14,8 @@ import pytest
 from tao_harness.fleet.faults import fault_names, run_campaign
 from tao_harness.fleet.faults_common import FaultRow, FaultSettings
 
-# The first test also runs the campaign (its fixture): more time than the suite's 300 s per test. One xdist
-# worker takes every test here (scripts/run_tests.py), so the campaign runs once.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900), pytest.mark.xdist_group("fault_campaign")]
+# The first test also runs the campaign (its fixture): more time than the suite's 300 s per test.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 AT_KILL = "calls sent just before the SIGKILL, never stored"
 
 

@@ -29,24 +29,18 @@ def versus(monkeypatch: pytest.MonkeyPatch) -> Any:
     return importlib.import_module("bench_versus")
 
 
-@pytest.fixture(scope="module")
-def rows() -> list[dict[str, Any]]:
-    """The same tree on both sides, on drawn shapes and a folder of recorded snapshots: one run for the
-    tests below (each run starts two workers that import and load the planner, ~20 s on a busy machine)."""
+def test_a_tree_against_itself_plans_the_same_snapshots_alike_and_a_folder_is_one_more_row() -> None:
+    """The same tree on both sides: every snapshot planned by both, the same K (the planner is a
+    deterministic function of the snapshot when it proves its plans), both sides timed; a folder of recorded
+    snapshots is one more row. One run for both (each run starts two workers that import and load the
+    planner: ~20 s on a busy machine)."""
     done = _versus("--base", str(ROOT), "--shapes", "ours,ties", "--sizes", "8x2,12x3", "--trials", "3",
                    "--repeat", "2", "--replay", str(INDEPENDENT), "--json")
     assert done.returncode == 0, done.stderr
-    found: list[dict[str, Any]] = json.loads(done.stdout)
-    return found
-
-
-@pytest.mark.xdist_group("bench_versus_rows")  # one worker runs the fixture (scripts/run_tests.py)
-def test_a_tree_against_itself_plans_the_same_snapshots_alike(rows: list[dict[str, Any]]) -> None:
-    """The same tree on both sides: every snapshot planned by both, the same K (the planner is a
-    deterministic function of the snapshot when it proves its plans), both sides timed."""
-    assert [(row["shape"], row["size"]) for row in rows[:4]] == [
+    *rows, replayed = json.loads(done.stdout)
+    assert [(row["shape"], row["size"]) for row in rows] == [
         ("ours", "8x2"), ("ours", "12x3"), ("ties", "8x2"), ("ties", "12x3")]
-    for row in rows[:4]:
+    for row in rows:
         assert row["snapshots"] == 3
         base, this = row["base"], row["this"]
         assert base["k_total"] == this["k_total"] > 0
@@ -55,13 +49,9 @@ def test_a_tree_against_itself_plans_the_same_snapshots_alike(rows: list[dict[st
         for side in (base, this):
             p50, p95, p99 = side["cpu_ms"]
             assert 0 < p50 <= p95 <= p99 and side["total_ms"] >= p99
-
-
-@pytest.mark.xdist_group("bench_versus_rows")
-def test_a_folder_of_recorded_snapshots_is_one_more_row(rows: list[dict[str, Any]]) -> None:
-    (row,) = rows[4:]
-    assert row["shape"] == "replay independent" and row["snapshots"] == len(list(INDEPENDENT.glob("*.json")))
-    assert row["base"]["k_total"] > 0 and row["this"]["k_total"] > 0
+    assert replayed["shape"] == "replay independent"
+    assert replayed["snapshots"] == len(list(INDEPENDENT.glob("*.json")))
+    assert replayed["base"]["k_total"] > 0 and replayed["this"]["k_total"] > 0
 
 
 def test_k_change_counts_the_planners_own_admissions_when_both_trees_report_them(versus: Any) -> None:
