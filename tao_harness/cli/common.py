@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence, TextIO
 from tao_harness.config import ConfigError, TaoConfig, load_config
 
 if TYPE_CHECKING:
+    from tqdm import tqdm
+
     from tao_harness.store.engine import Store
 
 
@@ -30,6 +32,13 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
     return str(value)
+
+
+def progress_bar(total: int, desc: str, unit: str, *, off: bool) -> tqdm:
+    """A progress bar on stderr; none when `off` (--json) or when stderr is not a terminal."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=True if off else None)
 
 
 def format_table(rows: Iterable[Sequence[Any]], headers: Sequence[str]) -> str:

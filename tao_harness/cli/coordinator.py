@@ -47,7 +47,7 @@ async def _serve(args: argparse.Namespace) -> None:
     clock = ScaledClock(args.time_scale, args.clock_epoch if args.clock_epoch is not None else time.time())
     try:
         coordinator = build_coordinator(config, args.policy, use_store=not args.no_store, clock=clock.now,
-                                        time_scale=args.time_scale)
+                                        time_scale=args.time_scale, kernels_in_background=True)
     except (ValueError, StoreError) as exc:
         raise UsageError(str(exc)) from None
     app = build_app(coordinator, os.environ.get("TAO_TOKEN") or None)

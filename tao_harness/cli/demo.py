@@ -11,16 +11,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import re
 import shlex
 import shutil
 import sys
 import time
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Sequence
 
-from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
-from tao_harness.cli.common import UsageError, format_table, print_json
+from tao_harness.cli.common import UsageError, format_table, print_json, progress_bar
 from tao_harness.config import load_config
 from tao_harness.fleet.driver import failure_reasons, run_fleet, with_pool_waits
 from tao_harness.sim.trace import TraceSession
@@ -30,6 +32,7 @@ BLOCK_TOKENS = 16  # the replica engine's KV block size
 CONTEXT_MARGIN = 1.25
 DEMO_DB_NAME = "demo-history.db"  # beside the default history.db, never it: a demo's emulated times stay apart
 _SPARE = f"{CONTEXT_MARGIN - 1:.0%}"
+_NUMBER = re.compile(r"\d+")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,58 +70,86 @@ def _check_store(db_url: str) -> None:
 
 
 async def _demo(args: argparse.Namespace, trace: Sequence[TraceSession], db_url: str) -> dict[str, Any]:
+    started = time.monotonic()
+    # Before the coordinator's imports (seconds on a busy machine), so start-up is not silent; log lines go
+    # above the bar, not through it
+    progress = progress_bar(len(trace), f"starting {args.replicas} replicas, coordinator and proxy", "session",
+                            off=args.json)
     from tao_harness.clock import ScaledClock
     from tao_harness.coordinator.embedded import EmbeddedCluster
     from tao_harness.fleet.processes import ProcessGroup
     from tao_harness.fleet.session import Endpoints
 
     clock = ScaledClock(args.time_scale)
-    started = time.monotonic()
-    async with ProcessGroup() as processes:
-        urls = await asyncio.gather(*(processes.start_replica(time_scale=args.time_scale,
-                                                              num_gpu_blocks=args.num_gpu_blocks)
-                                      for _ in range(args.replicas)))
-        replicas = [{"id": f"r{i}", "base_url": url} for i, url in enumerate(urls)]
-        config = load_config(overrides={"store.url": db_url, "cluster.replicas": replicas})
-        async with EmbeddedCluster(config, args.policy, clock=clock.now, time_scale=args.time_scale) as cluster:
-            progress = tqdm(total=len(trace), desc=f"{args.policy}: sessions", unit="session",
-                            disable=args.json)
-            metrics, results = await run_fleet(trace, Endpoints((cluster.proxy_url,), cluster.coordinator_url),
-                                               args.workers, clock, on_session_done=lambda _: progress.update())
-            progress.close()
-            metrics, _ = await with_pool_waits(metrics, cluster.coordinator_url)
-            coordinator = cluster.coordinator
-            assert coordinator is not None
-            solve = sorted(coordinator.counters.solve_ms)
-            return {
-                **metrics.to_json(),
-                "policy": args.policy,
-                "replicas": args.replicas,
-                "workers": args.workers,
-                "admissions": coordinator.state.counters.admissions,
-                "interrupts": coordinator.state.counters.interrupts,
-                "plans": coordinator.counters.plans,
-                "solve_ms_p50": solve[len(solve) // 2] if solve else 0.0,
-                "solve_ms_max": solve[-1] if solve else 0.0,
-                "num_gpu_blocks": args.num_gpu_blocks,
-                "time_scale": args.time_scale,
-                "wall_s": time.monotonic() - started,
-                "failures": dict(failure_reasons(results)),
-                "db": db_url,
-            }
+    with progress, logging_redirect_tqdm():
+        async with ProcessGroup() as processes:
+            urls = await asyncio.gather(*(processes.start_replica(time_scale=args.time_scale,
+                                                                  num_gpu_blocks=args.num_gpu_blocks)
+                                          for _ in range(args.replicas)))
+            replicas = [{"id": f"r{i}", "base_url": url} for i, url in enumerate(urls)]
+            config = load_config(overrides={"store.url": db_url, "cluster.replicas": replicas})
+            async with EmbeddedCluster(config, args.policy, clock=clock.now,
+                                       time_scale=args.time_scale) as cluster:
+                startup_s = time.monotonic() - started
+                progress.set_description(f"{args.policy}: sessions")
+                progress.reset()  # the rate counts the sessions' time, not the start-up's
+                metrics, results = await run_fleet(trace, Endpoints((cluster.proxy_url,), cluster.coordinator_url),
+                                                   args.workers, clock, on_session_done=lambda _: progress.update())
+                metrics, _ = await with_pool_waits(metrics, cluster.coordinator_url)
+                coordinator = cluster.coordinator
+                assert coordinator is not None
+                solve = sorted(coordinator.counters.solve_ms)
+    return {
+        **metrics.to_json(),
+        "policy": args.policy,
+        "replicas": args.replicas,
+        "workers": args.workers,
+        "admissions": coordinator.state.counters.admissions,
+        "interrupts": coordinator.state.counters.interrupts,
+        "plans": coordinator.counters.plans,
+        "solve_ms_p50": solve[len(solve) // 2] if solve else 0.0,
+        "solve_ms_max": solve[-1] if solve else 0.0,
+        "num_gpu_blocks": args.num_gpu_blocks,
+        "time_scale": args.time_scale,
+        "startup_s": startup_s,
+        "wall_s": time.monotonic() - started,
+        "failures": dict(failure_reasons(results)),
+        "db": db_url,
+    }
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
     failures: dict[str, int] = summary["failures"]
     rows = [(key, value) for key, value in summary.items() if key not in ("db", "failures")]
     print(format_table(rows, ["metric", "value"]))
-    print(f"\nTimes ending in _s are emulated seconds (wall_s aside; decode_tok_s is a rate, tokens per "
-          f"emulated second): the replicas and agents ran "
-          f"{summary['time_scale']:g}x faster than real time, so the makespan of {summary['makespan_s']:.0f} "
-          f"emulated s took {summary['wall_s']:.0f} s on the wall clock. mean_latency_s is a whole session's "
-          f"(start to end, as the paper's task latency); TTFTs are per request.")
-    for reason, count in sorted(failures.items(), key=lambda item: -item[1]):
+    scale = summary["time_scale"]
+    print(f"\nTimes ending in _s, startup_s and wall_s aside, are emulated seconds (decode_tok_s is a rate, tokens "
+          f"per emulated second): the replicas and agents ran "
+          f"{scale:g}x faster than real time, so the makespan of {summary['makespan_s']:.0f} emulated s took "
+          f"{summary['makespan_s'] / scale:.0f} s on the wall clock; wall_s, {summary['wall_s']:.0f} s, also "
+          f"counts starting the replicas, coordinator and proxy (startup_s) and stopping them. mean_latency_s "
+          f"is a whole session's (start to end, as the paper's task latency); TTFTs are per request.\n"
+          f"Runs with the same --seed replay the same sessions, but admissions, interrupts and times vary from "
+          f"run to run: agents and replicas talk real HTTP on wall-clock timers, so on a busy machine requests "
+          f"and tool returns reach the coordinator in another order (`tao sim` replays a trace "
+          f"deterministically).")
+    for count, reason in alike_failures(failures):
         print(f"failed {count}x: {reason}")
+
+
+def alike_failures(failures: dict[str, int]) -> list[tuple[int, str]]:
+    """Failures whose reasons differ only in their numbers (a prompt's size) counted together, most first;
+    each number that differs is shown as its range (54 lines, one per prompt size, were one cause)."""
+    groups: dict[tuple[str, ...], list[tuple[str, int]]] = {}
+    for reason, count in failures.items():
+        groups.setdefault(tuple(_NUMBER.split(reason)), []).append((reason, count))
+    counted = []
+    for words, members in groups.items():
+        columns = zip(*([int(n) for n in _NUMBER.findall(reason)] for reason, _ in members))
+        numbers = [str(low) if low == high else f"{low}-{high}" for low, high in ((min(c), max(c)) for c in columns)]
+        counted.append((sum(count for _, count in members),
+                        "".join(word + number for word, number in zip_longest(words, numbers, fillvalue=""))))
+    return sorted(counted, key=lambda item: -item[0])
 
 
 def run(args: argparse.Namespace) -> int:

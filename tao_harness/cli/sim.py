@@ -8,7 +8,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from tao_harness.cli.common import UsageError, format_table, print_json
+from tao_harness.cli.common import UsageError, format_table, print_json, progress_bar
+from tao_harness.policies.registry import needs_kernels
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,10 +57,17 @@ def run(args: argparse.Namespace) -> int:
         first = exc.errors()[0]
         raise UsageError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None
     trace = load_trace(args.trace)
-    try:
-        result = simulate(trace, config)
-    except (SimError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
+    if needs_kernels(config.policy) and not args.json:
+        from tao_harness.planner.warm import kernels_cached
+
+        if not kernels_cached():  # what the bar waits on, said: it does not move meanwhile
+            print("tao sim: compiling the planner's kernels (a first run: about a minute on 2 cores)",
+                  file=sys.stderr)
+    with progress_bar(len(trace), f"simulating {config.policy}", "session", off=args.json) as progress:
+        try:
+            result = simulate(trace, config, on_session_end=lambda _: progress.update())
+        except (SimError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
     metrics = result.metrics.to_json()
     if args.json:
         print_json({"config": config.model_dump(mode="json", exclude={"planner", "readiness", "sessions"}),

@@ -13,7 +13,9 @@
     POST /v1/sessions/{id}/end  optional {"ended_at"}: when the session ended (default: on arrival)
     GET  /v1/state              sessions, pool, reservations per replica, replicas, recent plans, pool waits
                                 (`?waits=1`: with the recent waits themselves)
-    GET  /healthz, GET /metrics (Prometheus text)
+    GET  /healthz               {"status": "ok", "planner": "ready"}, "loading" while the planner's
+                                compiled kernels load (plans are best-fit-decreasing meanwhile)
+    GET  /metrics               Prometheus text
 
 Bad input answers 400 with {"error": {"message": ...}} naming the field; an event that does not fit a
 session's lifecycle answers 409. With `TAO_TOKEN` set, every route but /healthz needs
@@ -224,8 +226,10 @@ def _pool_wait(coordinator: Coordinator, with_samples: bool) -> dict[str, Any]:
     }
 
 
-async def healthz(_: web.Request) -> web.Response:
-    return web.json_response({"status": "ok"})
+async def healthz(request: web.Request) -> web.Response:
+    # serving from the start; "planner": "loading" while plans are best-fit-decreasing (benchmarks wait)
+    ready = request.app[COORDINATOR].planner_ready
+    return web.json_response({"status": "ok", "planner": "ready" if ready else "loading"})
 
 
 async def metrics(request: web.Request) -> web.Response:

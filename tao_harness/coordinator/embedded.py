@@ -16,6 +16,7 @@ from aiohttp import web
 
 from tao_harness.config import ProxyConfig, TaoConfig
 from tao_harness.coordinator.api import build_app
+from tao_harness.coordinator.policy_loading import load_in_background
 from tao_harness.coordinator.prediction import HistoryPredictor
 from tao_harness.coordinator.replicas import ReplicaRegistry
 from tao_harness.coordinator.service import Coordinator
@@ -32,8 +33,11 @@ log = logging.getLogger(__name__)
 
 def build_coordinator(config: TaoConfig, policy_name: str = "tao", *, use_store: bool = True,
                       tick_s: float = 0.5, clock: Callable[[], float] = time.time,
-                      time_scale: float = 1.0) -> Coordinator:
-    """Wire a coordinator from config; the duration history is loaded once from the store."""
+                      time_scale: float = 1.0, kernels_in_background: bool = False) -> Coordinator:
+    """Wire a coordinator from config; the duration history is loaded once from the store.
+
+    `kernels_in_background`: a server's choice, to plan at once while the planner's compiled kernels load
+    (coordinator/policy_loading.py); otherwise they are loaded, or compiled, before this returns."""
     writer: StoreWriter | None = None
     history = DurationHistory()
     if use_store:
@@ -41,7 +45,7 @@ def build_coordinator(config: TaoConfig, policy_name: str = "tao", *, use_store:
         history = DurationHistory.from_samples(family_durations(store))
         writer = StoreWriter.from_config(store, config.store)
         log.info("history: %d families loaded from %s", len(history.families()), store.name)
-    policy = get_policy(policy_name, config.planner)
+    policy = (load_in_background if kernels_in_background else get_policy)(policy_name, config.planner)
     registry = ReplicaRegistry(config.cluster.replicas,
                                host_tier_configured=config.planner.host_tokens_per_s is not None)
     state = ClusterState(
@@ -73,7 +77,8 @@ class EmbeddedCluster:
         from tao_harness.proxy.app import build_app as build_proxy
 
         self.coordinator = build_coordinator(self.config, self.policy_name, use_store=self.use_store,
-                                             clock=self.clock, time_scale=self.time_scale)
+                                             clock=self.clock, time_scale=self.time_scale,
+                                             kernels_in_background=True)
         runner, self.coordinator_url = await start_site(build_app(self.coordinator, self.token), "127.0.0.1", 0)
         self._runners.append(runner)
         proxy_config = ProxyConfig(host="127.0.0.1", port=0, coordinator_url=self.coordinator_url)

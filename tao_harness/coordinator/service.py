@@ -23,6 +23,7 @@ from tao_harness.config import ReplicaSpec, TaoConfig
 from tao_harness.coordinator import records
 from tao_harness.coordinator.leases import Lease, LeaseBook
 from tao_harness.coordinator.owners import OwnerBook
+from tao_harness.coordinator.policy_loading import LoadingPolicy
 from tao_harness.coordinator.replicas import ReplicaRegistry
 from tao_harness.coordinator.state import ClusterState
 from tao_harness.events import ToolEnd, ToolEvent, ToolStart
@@ -155,9 +156,18 @@ class Coordinator:
         # thousands); tao_pool_waits_over_bound counts them all.
         self._over_bound = SummarizedWarning(
             log, f"%d request(s) waited in the pool past the {config.planner.max_wait_s} s bound (longest %.1f s)")
+        # Every request of such a session is one: one line per session's request flooded the demo's output
+        self._oversized_sent = SummarizedWarning(
+            log, "%d request(s) needed more tokens than any replica holds (the largest %d): sent unscheduled")
         self.leases = LeaseBook(self._describe_lease)
         state.watch_phases()  # lease publication follows the sessions that changed, not all of them
         self.owners = OwnerBook(config.sessions.proxy_grace_s, config.sessions.unowned_request_ttl_s)
+
+    @property
+    def planner_ready(self) -> bool:
+        """False while the policy's compiled kernels load, when plans are best-fit-decreasing
+        (coordinator/policy_loading.py)."""
+        return not isinstance(self.policy, LoadingPolicy) or self.policy.ready.is_set()
 
     # ------------------------------------------------------------------ sessions and requests
 
@@ -236,8 +246,7 @@ class Coordinator:
             if oversized is not None:
                 # No plan can ever admit it: send it on (the engine rejects or truncates it, as vLLM
                 # would without us) rather than let it wait forever.
-                log.warning("session %s needs %d tokens, more than any replica holds; sent to %s unscheduled",
-                            session, tokens, oversized)
+                self._oversized_sent.occurred(tokens)
                 self.state.on_request_withdrawn(session, now)
                 return self._answer(session, oversized, 0.0)
             pending = _Pending(request_id, now, asyncio.get_running_loop().create_future())

@@ -24,7 +24,7 @@ URL_LINE = re.compile(rb"(https?://[\w.\-:\[\]]+)")
 PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Linux: the child gets SIGTERM when its parent dies, even by SIGKILL, so no replica is orphaned."""
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -42,7 +42,7 @@ class ProcessGroup:
         """Start `argv` and wait for the first line on stdout that holds a URL."""
         process = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
                                                        stderr=asyncio.subprocess.STDOUT,
-                                                       preexec_fn=_die_with_parent)
+                                                       preexec_fn=die_with_parent)
         self.processes.append(process)
         seen: list[bytes] = []
         assert process.stdout is not None
@@ -68,7 +68,7 @@ class ProcessGroup:
         # The child keeps its own descriptor of the log; ours is closed once it has started.
         with log.open("wb") if log is not None else contextlib.nullcontext(asyncio.subprocess.DEVNULL) as output:
             process = await asyncio.create_subprocess_exec(*argv, stdout=output, stderr=asyncio.subprocess.STDOUT,
-                                                           preexec_fn=_die_with_parent)
+                                                           preexec_fn=die_with_parent)
         self.processes.append(process)
         deadline = time.monotonic() + timeout_s
         async with aiohttp.ClientSession() as http:

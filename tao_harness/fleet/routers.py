@@ -13,10 +13,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
 import sys
+import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +31,7 @@ from tao_harness.clock import ScaledClock
 from tao_harness.fleet.session import Endpoints
 
 ROUTERS = ("tao", "thunderagent", "vllm-router-program", "vllm-router-ca", "direct-rr")
+PLANNER_READY_S = 900.0  # at most, for a coordinator's first start to compile the planner's kernels
 
 # ThunderAgent's default --scheduler-interval and --metrics-interval, in seconds of a real deployment.
 THUNDERAGENT_INTERVAL_S = 5.0
@@ -131,6 +134,7 @@ async def start_router(name: str, replica_urls: Sequence[str], capacity_tokens: 
             "--time-scale", str(clock.time_scale), "--clock-epoch", repr(clock.epoch), "--log-level", "WARNING"])
         _, proxy_url = await processes.start_url_server([
             *tao, "proxy", "--port", "0", "--coordinator", coordinator_url, *replica_flags, "--log-level", "WARNING"])
+        await _planner_ready(coordinator_url)
         yield (Endpoints((proxy_url,), coordinator_url),
                RouterInfo(name, f"tao_harness coordinator + proxy (own processes), --policy {policy}; "
                                 f"capacity from the replicas' /metrics"))
@@ -167,3 +171,17 @@ async def start_router(name: str, replica_urls: Sequence[str], capacity_tokens: 
     await processes.start_until_healthy(argv, url + "/health", log=log)
     version = _version(binary, "vllm-router")
     yield Endpoints((url,)), RouterInfo(name, f"vllm-router {version} {' '.join(flags)}")
+
+
+async def _planner_ready(coordinator_url: str) -> None:
+    """Wait until the coordinator plans with its policy's exact program: until then (its compiled kernels
+    loading) it plans best-fit-decreasing, which is not what the benchmark compares."""
+    deadline = time.monotonic() + PLANNER_READY_S
+    async with aiohttp.ClientSession() as http:
+        while True:
+            async with http.get(coordinator_url + "/healthz") as response:
+                if (await response.json())["planner"] == "ready":
+                    return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the coordinator's planner was not ready within {PLANNER_READY_S:.0f} s")
+            await asyncio.sleep(0.2)

@@ -1,9 +1,12 @@
 """Load the planner's compiled kernels (numba), and start HiGHS's MIP machinery, before the first plan needs
 them.
 
-The first call of each kernel in a process costs about a second on a new install (compiling; numba then
-caches the machine code beside the source) and a few to tens of milliseconds after (loading it). Building
-a TAO policy (policies/tao.py) calls `warm_up`, so that cost never falls within a plan's deadline.
+The first call of each kernel in a process compiles it on a new install (all of them: 49-96 s on 2 cores;
+numba then caches the machine code beside the source, or in the user's cache when that is read-only) and
+loads it after (all of them: ~2 s). Building an exact TAO policy (policies/tao.py) calls `warm_up`, so
+that cost never falls within a plan's deadline; a server builds it in the background
+(coordinator/policy_loading.py), which runs `python -m tao_harness.planner.warm` to compile what
+`kernels_cached` says is missing.
 
 What the imports and kernels leave is for the process's owner to move out of the garbage collector's
 reach once it is set up (a server: serving.freeze_startup_objects; the coordinator's background task;
@@ -13,9 +16,12 @@ scripts/bench_planner.py), not for this function: tests unfreeze between cases.
 from __future__ import annotations
 
 import math
+import os
+import sys
 from functools import cache
 
 import numpy as np
+from numba.core.dispatcher import Dispatcher
 
 from tao_harness.planner.certificate import surrogate_knapsack
 from tao_harness.planner.deadline import Deadline
@@ -51,3 +57,17 @@ def warm_up() -> None:
     dembo_hammer(size, size, 2)  # also called from Python (planner/credit.py): its own dispatch
     nested_bound([0, 1], [1, 2], [1, 2], [2])  # the compiled table, recording the walk back and not
     nested_value([0, 1], [1, 2], [1, 2], [2])
+
+
+def kernels_cached() -> bool:
+    """Whether numba's cache holds every planner kernel (then `warm_up` loads them, ~2 s; else it compiles
+    what is missing). An index left by an older source counts as cached: a developer's edit, not a user's
+    first start, whose `warm_up` compiles that kernel again."""
+    kernels = [value for name, module in list(sys.modules.items()) if name.startswith("tao_harness.planner.")
+               for value in vars(module).values() if isinstance(value, Dispatcher)]
+    # numba has no public "is it cached" query: each kernel's cache names its index file
+    return all(os.path.exists(kernel._cache._cache_file._index_path) for kernel in kernels)
+
+
+if __name__ == "__main__":  # a server's background compile (coordinator/policy_loading.py)
+    warm_up()

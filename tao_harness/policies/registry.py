@@ -35,13 +35,18 @@ _ENTRIES: dict[str, tuple[str, str, dict[str, object], str]] = {
     "continuum": ("tao_harness.policies.continuum", "ContinuumPolicy", {},
                   "FCFS by arrival, program admission, cache-affinity placement"),
 }
+# The policies that run the planner's compiled kernels, and the switches that plan the same values without
+# them (best-fit-decreasing): what a server plans with while the kernels load (coordinator/policy_loading.py).
+_WITHOUT_KERNELS: dict[str, dict[str, object]] = {name: {"solver": "bfd"}
+                                                  for name in ("tao", "tao-no-readiness", "tao-no-cache")}
 
-def _factory(name: str) -> Callable[[PlannerConfig], Policy]:
+
+def _factory(name: str, **switches: object) -> Callable[[PlannerConfig], Policy]:
     module_name, class_name, kwargs, _ = _ENTRIES[name]
 
     def build(config: PlannerConfig) -> Policy:
         cls = getattr(importlib.import_module(module_name), class_name)
-        return cls(config, name=name, **kwargs)  # type: ignore[no-any-return]
+        return cls(config, name=name, **{**kwargs, **switches})  # type: ignore[no-any-return]
 
     return build
 
@@ -68,3 +73,16 @@ def get_policy(name: str, config: PlannerConfig | None = None) -> Policy:
     """A fresh policy instance; unknown names raise ValueError listing the valid ones."""
     check_policy_name(name)
     return POLICIES[name](config or PlannerConfig())
+
+
+def needs_kernels(name: str) -> bool:
+    """Whether the policy `name` runs the planner's compiled kernels (planner/warm.py)."""
+    return name in _WITHOUT_KERNELS
+
+
+def without_kernels(name: str, config: PlannerConfig | None = None) -> Policy | None:
+    """A policy planning `name`'s values without the planner's compiled kernels (its plans say solver "bfd"),
+    or None when `name` needs none: what a server plans with while they load."""
+    if not needs_kernels(name):
+        return None
+    return _factory(name, **_WITHOUT_KERNELS[name])(config or PlannerConfig())

@@ -39,7 +39,8 @@ class TaoPolicy:
         self.solver: Method = solver
         self.use_readiness = use_readiness
         self.use_cache = use_cache
-        warm_up()  # the planner's compiled kernels loaded now, not within the first plan's deadline
+        if solver == "dp":  # best-fit-decreasing runs no compiled kernel
+            warm_up()  # the planner's compiled kernels loaded now, not within the first plan's deadline
 
     def view(self, snapshot: Snapshot) -> "_View":
         return _View(snapshot, self.use_cache, self.use_readiness)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from tao_harness.coordinator.records import NodeLoad, ToolStart
 from tao_harness.coordinator.state import ClusterState
@@ -69,7 +69,9 @@ class _Live:
 class Simulator:
     """One run; use `simulate()`."""
 
-    def __init__(self, trace: Sequence[TraceSession], config: SimConfig) -> None:
+    def __init__(self, trace: Sequence[TraceSession], config: SimConfig,
+                 on_session_end: Callable[[str], None] | None = None) -> None:
+        self._on_session_end = on_session_end  # a progress bar's
         self._trace = sorted(trace, key=lambda s: s.arrival_s)  # stable: trace order breaks ties
         engine_config = EngineConfig(profile=config.profile, num_gpu_blocks=config.num_gpu_blocks,
                                      kv_offloading_size_gib=config.kv_offloading_size_gib)
@@ -228,6 +230,8 @@ class Simulator:
         self._state.on_session_end(session, now)
         self._recorder.session_ended(session, now)
         del self._live[session]
+        if self._on_session_end is not None:
+            self._on_session_end(session)
         self._start_next(now)
         self._want_plan(now)
 
@@ -383,8 +387,10 @@ def _call_id(session: str, turn: int) -> str:
     return f"{session}/{turn}"
 
 
-def simulate(trace: Sequence[TraceSession], config: SimConfig) -> SimResult:
-    """Replay `trace` under `config`; ValueError for an unknown policy or profile, SimError if stuck."""
+def simulate(trace: Sequence[TraceSession], config: SimConfig,
+             on_session_end: Callable[[str], None] | None = None) -> SimResult:
+    """Replay `trace` under `config`, calling `on_session_end` with each session that ends; ValueError for
+    an unknown policy or profile, SimError if stuck."""
     if not trace:
         raise ValueError("the trace holds no sessions")
-    return Simulator(trace, config).run()
+    return Simulator(trace, config, on_session_end).run()

@@ -111,5 +111,42 @@ def test_the_summary_does_not_call_a_rate_seconds(capsys: pytest.CaptureFixture[
     _print_summary({"makespan_s": 600.0, "decode_tok_s": 120.0, "wall_s": 24.0, "time_scale": 25.0,
                     "failures": {}, "db": "x.db"})
     note = capsys.readouterr().out.split("\n\n", 1)[1]
-    assert note.startswith("Times ending in _s are emulated seconds (wall_s aside; decode_tok_s is a rate, "
-                           "tokens per emulated second)")
+    assert note.startswith("Times ending in _s, startup_s and wall_s aside, are emulated seconds (decode_tok_s "
+                           "is a rate, tokens per emulated second)")
+
+
+def test_failures_differing_only_in_a_prompt_size_are_one_line() -> None:
+    from tao_harness.cli.demo import alike_failures
+
+    refused = "HTTP 400: prompt of {} tokens can never fit: the KV cache holds 24000 tokens (1500 blocks of 16)"
+    failures = {refused.format(24_010 + 263 * i): 1 for i in range(54)} | {"TimeoutError: ": 2}
+    assert alike_failures(failures) == [
+        (54, "HTTP 400: prompt of 24010-37949 tokens can never fit: the KV cache holds 24000 tokens "
+             "(1500 blocks of 16)"),
+        (2, "TimeoutError: "),
+    ]
+
+
+def test_the_closing_sentence_reads_the_makespan_at_the_time_scale(capsys: pytest.CaptureFixture[str]) -> None:
+    from tao_harness.cli.demo import _print_summary
+
+    # the run: 1,045 emulated s at 25x is 42 s; the 108 s of wall_s include start-up
+    _print_summary({"makespan_s": 1045.0, "time_scale": 25.0, "startup_s": 12.0, "wall_s": 108.0,
+                    "failures": {}, "db": "sqlite://"})
+    out = capsys.readouterr().out
+    assert "makespan of 1045 emulated s took 42 s on the wall clock; wall_s, 108 s, also counts starting" in out
+    assert "same --seed" in out  # why two runs differ
+
+
+async def test_requests_too_large_for_every_replica_are_one_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    from tao_harness.config import load_config
+    from tao_harness.coordinator.embedded import build_coordinator
+
+    config = load_config(overrides={"cluster.replicas": [{"id": "r0", "base_url": "http://127.0.0.1:9",
+                                                          "capacity_tokens": 100_000}]}, environ={})
+    coordinator = build_coordinator(config, "vllm-rr", use_store=False)
+    for index in range(3):  # one line per request flooded the demo's progress bar
+        answer = await coordinator.admit(f"s{index}", f"q{index}", 200_000 + index, (), 0.1)
+        assert answer.replica is not None and answer.replica.id == "r0"
+    assert [r.getMessage() for r in caplog.records if "more tokens" in r.getMessage()] == [
+        "1 request(s) needed more tokens than any replica holds (the largest 200000): sent unscheduled"]

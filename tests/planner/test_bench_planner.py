@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -113,16 +114,30 @@ def test_the_table_names_its_columns() -> None:
     assert row.split()[:2] == ["ours", "8x2"]
 
 
-def test_bad_arguments_are_one_line_errors() -> None:
+def _bench_module(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """scripts/bench_planner.py imported, for its functions (in this process: a subprocess each costs its
+    imports, 56 s for the six errors below on a busy machine)."""
+    spec = importlib.util.spec_from_file_location("bench_planner", BENCH)
+    bench = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    monkeypatch.setitem(sys.modules, "bench_planner", bench)  # its dataclasses look their module up
+    spec.loader.exec_module(bench)  # type: ignore[union-attr]
+    return bench
+
+
+def test_bad_arguments_are_one_line_errors(monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _bench_module(monkeypatch)
     for args, needle in ((["--sizes", "160"], "size '160' is not SESSIONSxNODES"),
                          (["--shapes", "ours,nope"], "unknown shape 'nope'"),
                          (["--milp-unproven", "-1"], "must be ≥ 0"),
                          (["--quantum-tokens", "0"], "--quantum-tokens must be ≥ 1"),
                          (["--milp-levels", "2"], "invalid choice: 2"),
                          (["--repeat", "0"], "--repeat must be ≥ 1")):
-        done = _bench(*args)
-        assert done.returncode == 2 and done.stdout == ""
-        assert needle in done.stderr.strip().splitlines()[-1] and "Traceback" not in done.stderr
+        with pytest.raises(SystemExit) as exited:  # argparse's exit, as the script's own
+            bench.main(args)
+        out, err = capsys.readouterr()
+        assert exited.value.code == 2 and out == ""
+        assert needle in err.strip().splitlines()[-1] and "Traceback" not in err
 
 
 def test_repeat_takes_each_snapshot_s_median_time_and_counts_every_plan(monkeypatch: pytest.MonkeyPatch
@@ -130,10 +145,7 @@ def test_repeat_takes_each_snapshot_s_median_time_and_counts_every_plan(monkeypa
     """One snapshot planned three times, 1, 5 and 2 ms, proven in the first and last pass only: its time
     is 2 ms (the median), K proven 2/3 of the plans, the worst gap the unproven pass's, and the MILP checks
     would take the first pass's plan."""
-    spec = importlib.util.spec_from_file_location("bench_planner", BENCH)
-    bench = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    monkeypatch.setitem(sys.modules, "bench_planner", bench)  # its dataclasses look their module up
-    spec.loader.exec_module(bench)  # type: ignore[union-attr]
+    bench = _bench_module(monkeypatch)
     proven = SimpleNamespace(bound=(100, 1, 1, 1), objective=(100, 1, 1, 1), fallback=False)
     short = SimpleNamespace(bound=(100, 1, 1, 1), objective=(90, 1, 1, 1), fallback=True)
     plans = iter([proven, short, proven])

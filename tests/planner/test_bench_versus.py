@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -21,13 +22,22 @@ def _versus(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=240)
 
 
-def test_a_tree_against_itself_plans_the_same_snapshots_alike() -> None:
+@pytest.fixture
+def versus(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """scripts/bench_versus.py imported, for its functions."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    return importlib.import_module("bench_versus")
+
+
+def test_a_tree_against_itself_plans_the_same_snapshots_alike_and_a_folder_is_one_more_row() -> None:
     """The same tree on both sides: every snapshot planned by both, the same K (the planner is a
-    deterministic function of the snapshot when it proves its plans), both sides timed."""
+    deterministic function of the snapshot when it proves its plans), both sides timed; a folder of recorded
+    snapshots is one more row. One run for both (each run starts two workers that import and load the
+    planner: ~20 s on a busy machine)."""
     done = _versus("--base", str(ROOT), "--shapes", "ours,ties", "--sizes", "8x2,12x3", "--trials", "3",
-                   "--repeat", "2", "--json")
+                   "--repeat", "2", "--replay", str(INDEPENDENT), "--json")
     assert done.returncode == 0, done.stderr
-    rows = json.loads(done.stdout)
+    *rows, replayed = json.loads(done.stdout)
     assert [(row["shape"], row["size"]) for row in rows] == [
         ("ours", "8x2"), ("ours", "12x3"), ("ties", "8x2"), ("ties", "12x3")]
     for row in rows:
@@ -39,23 +49,14 @@ def test_a_tree_against_itself_plans_the_same_snapshots_alike() -> None:
         for side in (base, this):
             p50, p95, p99 = side["cpu_ms"]
             assert 0 < p50 <= p95 <= p99 and side["total_ms"] >= p99
+    assert replayed["shape"] == "replay independent"
+    assert replayed["snapshots"] == len(list(INDEPENDENT.glob("*.json")))
+    assert replayed["base"]["k_total"] > 0 and replayed["this"]["k_total"] > 0
 
 
-def test_a_folder_of_recorded_snapshots_is_one_more_row() -> None:
-    done = _versus("--base", str(ROOT), "--shapes", "", "--replay", str(INDEPENDENT), "--repeat", "1",
-                   "--json")
-    assert done.returncode == 0, done.stderr
-    (row,) = json.loads(done.stdout)
-    assert row["shape"] == "replay independent" and row["snapshots"] == len(list(INDEPENDENT.glob("*.json")))
-    assert row["base"]["k_total"] > 0 and row["this"]["k_total"] > 0
-
-
-def test_k_change_counts_the_planners_own_admissions_when_both_trees_report_them(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_k_change_counts_the_planners_own_admissions_when_both_trees_report_them(versus: Any) -> None:
     """A recorded snapshot's plan also admits sessions that interrupts made room for: K is compared on
     `solved` when both sides report it, and on the whole objective against a revision that does not."""
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
-    versus = importlib.import_module("bench_versus")
 
     def side(objective: int, solved: int | None) -> SimpleNamespace:
         plan = {"cpu_ms": 1.0, "objective": [objective, 0, 0, 1], "bound": [objective, 0, 0, 1],
@@ -78,13 +79,12 @@ def test_the_table_names_its_columns() -> None:
     assert done.stdout.splitlines()[2].split()[:2] == ["ours", "8x2"]
 
 
-def test_a_revision_is_exported_once_into_the_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_revision_is_exported_once_into_the_cache(versus: Any, monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
     """`--base HEAD`: the package as committed, in a folder named by the commit, reused by the next run."""
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
     if head.returncode != 0:
         pytest.skip("not a git checkout")
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
-    versus = importlib.import_module("bench_versus")
     monkeypatch.setattr(versus, "CACHE", tmp_path)
     tree = versus.tree_of("HEAD")
     assert tree == tmp_path / head.stdout.strip()
@@ -104,7 +104,11 @@ def test_a_revision_is_exported_once_into_the_cache(monkeypatch: pytest.MonkeyPa
     (["--base", str(ROOT), "--replay", "/no/such/folder"], "no such folder"),
     (["--base", str(ROOT), "--cpu", "4096"], "is not one of this process's cores"),
 ])
-def test_bad_arguments_are_one_line_errors(args: list[str], message: str) -> None:
-    done = _versus(*args)
-    assert done.returncode == 2
-    assert message in done.stderr and "Traceback" not in done.stderr
+def test_bad_arguments_are_one_line_errors(args: list[str], message: str, versus: Any,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # in this process: a subprocess each cost its imports, 4-5 s on a busy machine
+    with pytest.raises(SystemExit) as exited:  # argparse's exit, as the script's own
+        versus.main(args)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert message in err and "Traceback" not in err

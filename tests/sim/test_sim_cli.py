@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -114,3 +115,25 @@ def test_config_file_sets_the_planner_and_a_host_tier_changes_the_run(
     bad.write_text("planner:\n  max_wait_s: -3\n")
     assert main([*base, "--config", str(bad)]) == 2
     assert "--config: config field planner.max_wait_s" in capsys.readouterr().err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_sees_the_sessions_done_and_json_or_a_pipe_sees_no_bar(
+    trace_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["sim", "--trace", str(trace_file), "--policy", "vllm-ca", "--replicas", "1", "--workers", "3"]
+    terminal = _Terminal()
+    with monkeypatch.context() as patched:
+        patched.setattr(sys, "stderr", terminal)
+        assert main(argv) == 0
+    assert "simulating vllm-ca: 100%" in terminal.getvalue() and "3/3" in terminal.getvalue()
+    capsys.readouterr()
+    assert main(argv) == 0 and capsys.readouterr().err == ""  # not a terminal
+    with monkeypatch.context() as patched:
+        patched.setattr(sys, "stderr", terminal := _Terminal())
+        assert main([*argv, "--json"]) == 0
+    assert terminal.getvalue() == ""
