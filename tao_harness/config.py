@@ -92,10 +92,15 @@ class PlannerConfig(_Section):
     gives mean latency 603 / 661 / 873 s and p99 TTFT 113 / 61 / 39 s at 120 / 60 / 30 (vllm-ca: 1,270 s
     and 40 s). None (null) = no bound (not inf, which is refused like every non-finite number)."""
 
-    tool_time_release: bool = False
-    """Release acting holders for waiting requests by predicted tool time left, priced in the time their
-    context takes to come back (policies/tool_time.py); false: lowest value first, only where the value
-    triple's sum rises (the paper's rule)."""
+    tool_time_release: bool = True
+    """Release acting holders for waiting requests, and for requests past half the wait bound, by
+    predicted tool time left, priced in the time their context takes to come back: only holders whose
+    tool has `release_after_reloads` reload times left, longest first (policies/tool_time.py). False: the
+    paper's rule, lowest value first and only where the value triple's sum rises, and the bound releasing
+    any holder not about to return. Simulated (2 replicas x 64 workers, 96 sessions, seeds 0-2): mean task
+    latency on terminal-bench 4,284 / 5,311 / 4,518 -> 2,306 / 2,668 / 2,420 s (ThunderAgent 2,446 /
+    2,838 / 2,823), p99 TTFT 117-129 -> 286-391 s (ThunderAgent 1,307-1,497); swe-lite +2-3%; the bound
+    then holds only where releasing pays (waits up to 503 s on terminal-bench)."""
 
     release_after_reloads: float = Field(3.0, ge=0)
     """A holder is worth releasing when its tool has at least this many reload times left."""

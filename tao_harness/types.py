@@ -102,7 +102,9 @@ class PlannerParams:
     reserve_tokens: int = 512  # added to a session's context tokens to form its admission cost w_i
     max_wait_s: float | None = None  # bound on a request's pool wait (policies/aging.py); None = no bound
     # Release acting holders by predicted tool time left, priced in reload time (policies/tool_time.py);
-    # False: lowest value first, only where Σ v rises (the paper's rule, policies/interrupts.py).
+    # False: lowest value first, only where Σ v rises (the paper's rule, policies/interrupts.py). A snapshot
+    # that does not say is read as the paper's rule (recorded snapshots predate the field); the planner's
+    # config turns it on by default.
     tool_time_release: bool = False
     release_after_reloads: float = 3.0  # a holder is worth releasing with this many reload times of tool left
     recompute_tokens_per_s: float = 10_000.0  # a lost context is rebuilt (prefilled again) at this rate
