@@ -175,6 +175,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"tao demo: warning: --num-gpu-blocks {args.num_gpu_blocks} is less than the {needed} that hold "
               f"the largest session with {_SPARE} to spare: its last requests may not fit",
               file=sys.stderr)
+    if not args.json:  # the first line of progress: the store's imports below take seconds on a busy machine
+        print(f"tao demo: {len(trace)} {args.workload} sessions, {args.workers} at a time, on {args.replicas} "
+              f"emulated replicas at {args.time_scale:g}x real time", file=sys.stderr, flush=True)
     db_url = args.db or str(_fresh_demo_database())
     _check_store(db_url)
     summary = asyncio.run(_demo(args, trace, db_url))
