@@ -99,8 +99,10 @@ async def test_interrupt_under_pressure_admits_the_ready_session(start_cluster: 
 async def test_a_request_behind_a_silent_holder_is_served_at_the_wait_bound(start_cluster: Any) -> None:
     """Issue 16 #3: A is a generic OpenAI client (no tool events) holding the only room; B was never served
     while A stayed quiet. With a 2 s bound B is admitted after 1 to 2 s (the bound acts from half of it),
-    and the state says so."""
-    cluster = await start_cluster(replicas=1, capacity_tokens=3200, overrides={"planner.max_wait_s": 2.0})
+    and the state says so. (The paper's release rule: the tool-time rule releases quiet A at once,
+    tests/coordinator/test_quiet_holders.py.)"""
+    cluster = await start_cluster(replicas=1, capacity_tokens=3200,
+                                  overrides={"planner.max_wait_s": 2.0, "planner.tool_time_release": False})
     assert await one_request(cluster, "A", "x " * 2000)
     # A's report (its real prompt size) reaches the coordinator after the client has its answer; before
     # it, A's reservation is the proxy's estimate from the body size, and B would fit beside it.

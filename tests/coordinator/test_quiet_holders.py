@@ -45,8 +45,9 @@ def test_the_pool_wait_counts_from_the_request_not_from_the_interrupt() -> None:
 
 def test_a_request_behind_a_silent_holder_is_served_once_it_reaches_the_bound() -> None:
     """Issue 16 #3: a generic client holds the only room and never reports a tool; the cold request
-    behind it waited without end. With the bound it is admitted before the bound, from half of it."""
-    planner = PlannerConfig(max_wait_s=30.0)
+    behind it waited without end. With the bound it is admitted before the bound, from half of it (the
+    paper's release rule; the tool-time rule does not wait for the bound, see below)."""
+    planner = PlannerConfig(max_wait_s=30.0, tool_time_release=False)
     state = make_state(capacity=9000, nodes=1, planner=planner)
     policy = get_policy("tao", planner)
     acting(state, "silent", "r0", 6000, 0.0)
@@ -63,8 +64,20 @@ def test_a_request_behind_a_silent_holder_is_served_once_it_reaches_the_bound() 
     assert admitted_at is not None and 15.0 <= admitted_at - 1.0 <= 30.0
 
 
-def test_without_a_bound_the_same_request_waits_while_the_holder_keeps_credit() -> None:
+def test_the_tool_time_rule_releases_a_silent_holder_for_a_waiting_request_at_once() -> None:
+    # Quiet for 9 s, so expected back in about 9 s more: 6,000 tokens reload in 0.6 s, so its memory would
+    # idle for 15 reload times. The default rule gives it to the waiting request without waiting for the bound.
     planner = PlannerConfig(max_wait_s=None)
+    state = make_state(capacity=9000, nodes=1, planner=planner)
+    acting(state, "silent", "r0", 6000, 0.0)
+    state.on_session_start("cold", 1.0)
+    state.on_request("cold", 4000, 1.0)
+    result = state.apply(get_policy("tao", planner).plan(state.snapshot(10.0)), state.signatures(), 10.0)
+    assert result.interrupted == ("silent",) and [a.session for a in result.admitted] == ["cold"]
+
+
+def test_without_a_bound_the_same_request_waits_while_the_holder_keeps_credit() -> None:
+    planner = PlannerConfig(max_wait_s=None, tool_time_release=False)  # the paper's rule: Σ v must rise
     state = make_state(capacity=9000, nodes=1, planner=planner)
     policy = get_policy("tao", planner)
     acting(state, "silent", "r0", 6000, 0.0)
