@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import json
 import sys
 from pathlib import Path
@@ -68,6 +69,17 @@ def port_number(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"expected a port number from 0 to 65535 (0 picks a free one), got {text!r}")
     return port
+
+
+def gib_size(text: str) -> float:
+    """argparse type of a memory size in GiB (`--kv-offloading-size`): a positive, finite number."""
+    try:
+        size = float(text)
+    except ValueError:
+        size = -1.0
+    if not 0 < size < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a positive number of GiB, got {text!r}")
+    return size
 
 
 def new_file(text: str) -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from tao_harness.cli.common import UsageError, format_table, port_number, print_json
+from tao_harness.cli.common import UsageError, format_table, gib_size, port_number, print_json
 from tao_harness.config import ConfigError, ReplicaConfig, load_config
 from tao_harness.serving import LISTEN_BACKLOG, freeze_startup_objects
 
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--kv-offloading-size",
-        type=float,
+        type=gib_size,
         metavar="GIB",
         help="as vLLM's flag: a host-memory KV tier of GIB GiB per rank; prompt blocks are copied there, "
         "evicted least recently used first, and loaded back at the host link's bandwidth (default: none)",

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from tao_harness.cli.common import UsageError, format_table, print_json, progress_bar
+from tao_harness.cli.common import UsageError, format_table, gib_size, print_json, progress_bar
 from tao_harness.policies.registry import needs_kernels
 
 
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic token ids (default: 0)")
     parser.add_argument("--num-gpu-blocks", type=int, default=None, metavar="N",
                         help="KV blocks of 16 tokens per replica (default: the profile's)")
-    parser.add_argument("--kv-offloading-size", type=float, default=None, metavar="GIB",
+    parser.add_argument("--kv-offloading-size", type=gib_size, default=None, metavar="GIB",
                         help="host KV tier per replica in GiB, as vLLM's --kv-offloading-size (default: none)")
     parser.add_argument("--config", type=Path, metavar="FILE",
                         help="config file whose planner, readiness and sessions sections the run uses "
@@ -37,17 +38,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print config, metrics and run info as JSON")
 
 
+def config_sections(path: Path | None, planner: dict[str, Any] | None = None) -> dict[str, BaseModel]:
+    """`sim_sections` of a `--config` file; a bad file or field is a UsageError naming the flag."""
+    from tao_harness.config import ConfigError
+    from tao_harness.sim.config import sim_sections
+
+    try:
+        return sim_sections(path, planner)
+    except ConfigError as exc:
+        raise UsageError(f"--config: {exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     # Imported here so `tao --help` stays fast.
-    from tao_harness.config import ConfigError
-    from tao_harness.sim.config import SimConfig, sim_sections
+    from tao_harness.sim.config import SimConfig
     from tao_harness.sim.simulator import SimError, simulate
     from tao_harness.cli.trace import load_trace
 
-    try:
-        sections = sim_sections(args.config, {"dump_snapshots": args.dump_snapshots})
-    except ConfigError as exc:
-        raise UsageError(f"--config: {exc}") from None
+    sections = config_sections(args.config, {"dump_snapshots": args.dump_snapshots} if args.dump_snapshots else {})
     try:
         config = SimConfig(policy=args.policy, replicas=args.replicas, workers=args.workers,
                            profile=args.profile, seed=args.seed, num_gpu_blocks=args.num_gpu_blocks,

@@ -78,8 +78,9 @@ class HostTier:
             count += 1
         return count - start
 
-    def load(self, queried_tokens: int, blocks: int, block_size: int) -> float:
-        """Account a lookup of `queried_tokens` that loads `blocks`; the copy's duration in seconds."""
+    def record_lookup(self, queried_tokens: int, blocks: int, block_size: int) -> float:
+        """Count an admitted request's lookup of `queried_tokens` past its GPU hit that loads `blocks` (0: a
+        miss); returns the copy's duration in seconds."""
         self._queried += queried_tokens
         self._hits += blocks * block_size
         size = blocks * self.block_bytes

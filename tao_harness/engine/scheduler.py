@@ -54,7 +54,7 @@ class Scheduler:
         self.config = config
         self.block_size = config.block_size
         self.pool = pool
-        self.host = host
+        self.host = host if config.enable_prefix_caching else None  # its blocks are found by their hashes
         self.running: list[RequestState] = []
         self.waiting: deque[RequestState] = deque()
         self.loading: list[tuple[float, RequestState]] = []  # (copy done at, request), admission order
@@ -176,7 +176,7 @@ class Scheduler:
         if self.config.enable_prefix_caching:
             extend_block_hashes(state.tokens, self.block_size, state.block_hashes)
             hits = self.pool.lookup(state.block_hashes, max_hits, state.reuse_guess)
-        if self.host is not None and self.config.enable_prefix_caching:
+        if self.host is not None:
             loaded = self.host.lookup(state.block_hashes, len(hits), max_hits)
             if loaded:
                 return self._start_load(state, hits, loaded, now)
@@ -189,7 +189,7 @@ class Scheduler:
         state.blocks = np.concatenate((hits, self.pool.allocate(missing)))
         self._took_hits(state, num_computed, num_computed)
         if self.host is not None:  # vLLM offers a prompt's blocks from the first, GPU hits included
-            self.host.load(len(state.tokens) - num_computed, 0, self.block_size)
+            self.host.record_lookup(len(state.tokens) - num_computed, 0, self.block_size)
             self.host.store(state.block_hashes[: len(hits)])
         return num_new
 
@@ -215,7 +215,7 @@ class Scheduler:
         self.pool.touch(hits)
         state.blocks = np.concatenate((hits, self.pool.allocate(needed)))
         self._took_hits(state, len(hits) * self.block_size, (len(hits) + loaded) * self.block_size)
-        copy_s = self.host.load(len(state.tokens) - len(hits) * self.block_size, loaded, self.block_size)
+        copy_s = self.host.record_lookup(len(state.tokens) - len(hits) * self.block_size, loaded, self.block_size)
         self.loading.append((now + copy_s, state))
         return _LOADING
 

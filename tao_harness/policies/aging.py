@@ -82,13 +82,12 @@ def admit_overdue(snapshot: Snapshot, kept: ValueView) -> Aged:
     free = {n.id: n.capacity_tokens - n.used_tokens for n in snapshot.nodes}
     capacity = {n.id: n.capacity_tokens for n in snapshot.nodes}
     releasable = snapshot.releasable_tokens()
-    acting = {
-        node_id: sorted((s for s in snapshot.holding(node_id) if s.state == "acting"),
-                        key=lambda s, node_id=node_id: (kept(s, node_id), s.id))
-        for node_id in free
-    }
+    holders = {node_id: [s for s in snapshot.holding(node_id) if s.state == "acting"] for node_id in free}
     if params.tool_time_release:  # only holders whose tool leaves time to pay for their reload, longest first
-        acting = {node_id: release_order(snapshot, holders) for node_id, holders in acting.items()}
+        acting = {node_id: release_order(snapshot, on_node) for node_id, on_node in holders.items()}
+    else:
+        acting = {node_id: sorted(on_node, key=lambda s, node_id=node_id: (kept(s, node_id), s.id))
+                  for node_id, on_node in holders.items()}
     released: list[SessionView] = []
     admitted: list[tuple[SessionView, str]] = []
     reserved: set[str] = set()

@@ -2,9 +2,10 @@
 
 An acting holder keeps its context resident for the rest of its tool call, during which that memory
 produces nothing. Released, it pays once, on return, to rebuild the context: `tokens / reload_tokens_per_s`
-seconds (a reload from the host KV tier where there is one, else a recompute). A holder is worth releasing for a waiting request
-when its tool has at least `release_after_reloads` such reload times left (predicted: `returns_at`, the
-conditional median of what is left of its calls); among those, the longest tool goes first.
+seconds (a reload from the host KV tier where there is one, else a recompute). A holder is worth
+releasing for a waiting request when its tool has at least `release_after_reloads` such reload times
+left (predicted: `returns_at`, the conditional median of what is left of its calls); among those, the
+longest tool goes first.
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tao_harness.config import PlannerConfig, ReadinessConfig, SessionsConfig, load_config
+from tao_harness.config import ConfigError, PlannerConfig, ReadinessConfig, SessionsConfig, load_config
 
 
 class SimConfig(BaseModel):
@@ -81,8 +81,10 @@ def sim_sections(path: Path | None, planner: dict[str, Any] | None = None) -> di
     """The planner, readiness and sessions sections of config file `path` (defaults without one), as a
     simulation uses them: `planner` fields set on top, and the planner's deadline counting CPU time, so a
     run does not depend on how busy the machine is. ConfigError names a bad file or field."""
-    config = load_config(path, {f"planner.{name}": value for name, value in (planner or {}).items()})
-    unbounded = planner is not None and "max_wait_s" in planner and planner["max_wait_s"] is None
-    fields: dict[str, Any] = {"deadline_clock": "cpu", **({"max_wait_s": None} if unbounded else {})}
-    return {"planner": config.planner.model_copy(update=fields), "readiness": config.readiness,
-            "sessions": config.sessions}
+    config = load_config(path)
+    try:  # validated as the file's fields are; None is a value here (max_wait_s: no bound)
+        planner_config = PlannerConfig.model_validate(
+            {**config.planner.model_dump(), **(planner or {}), "deadline_clock": "cpu"})
+    except ValidationError as exc:
+        raise ConfigError(f"planner: {exc.errors()[0]['msg']}") from None
+    return {"planner": planner_config, "readiness": config.readiness, "sessions": config.sessions}

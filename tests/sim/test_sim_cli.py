@@ -62,6 +62,17 @@ def test_bad_options_exit_2_with_one_line(trace_file: Path, argv: list[str], mes
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
 
 
+def test_a_host_tier_size_that_is_not_positive_names_the_flag(
+    trace_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:  # argparse's own exit, as for every malformed flag
+        main(["sim", "--trace", str(trace_file), "--policy", "tao", "--replicas", "1", "--workers", "1",
+              "--kv-offloading-size", "-1"])
+    assert caught.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (  # the flag's name, not the config field's
+        "tao sim: error: argument --kv-offloading-size: expected a positive number of GiB, got '-1'")
+
+
 def test_malformed_trace_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"session": "a", "turns": [{"input_tokens": 10, "output_tokens": 5}]}\n{"session": 3}\n')
