@@ -33,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(e.g. planner.max_wait_s); the planner's deadline counts CPU time")
     parser.add_argument("--oracle-readiness", action="store_true",
                         help="ablation: the readiness estimator knows every tool's true duration")
+    parser.add_argument("--no-tool-events", action="store_true",
+                        help="ablation: no tool calls reported (no duration history, no readiness); the "
+                             "coordinator sees only the LLM traffic")
     parser.add_argument("--dump-snapshots", metavar="DIR",
                         help="write every planned snapshot to DIR as JSON (replay: scripts/bench_planner.py --replay)")
     parser.add_argument("--json", action="store_true", help="print config, metrics and run info as JSON")
@@ -55,12 +58,15 @@ def run(args: argparse.Namespace) -> int:
     from tao_harness.sim.simulator import SimError, simulate
     from tao_harness.cli.trace import load_trace
 
+    if args.oracle_readiness and args.no_tool_events:
+        raise UsageError("--oracle-readiness predicts tool calls, which --no-tool-events leaves unreported")
     sections = config_sections(args.config, {"dump_snapshots": args.dump_snapshots} if args.dump_snapshots else {})
     try:
         config = SimConfig(policy=args.policy, replicas=args.replicas, workers=args.workers,
                            profile=args.profile, seed=args.seed, num_gpu_blocks=args.num_gpu_blocks,
                            kv_offloading_size_gib=args.kv_offloading_size,
-                           oracle_readiness=args.oracle_readiness, **sections)
+                           oracle_readiness=args.oracle_readiness, tool_events=not args.no_tool_events,
+                           **sections)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise UsageError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None

@@ -39,6 +39,7 @@ class LoadingPolicy:
     def __init__(self, name: str, config: PlannerConfig, interim: Policy) -> None:
         self.name = name
         self.admission_control = interim.admission_control
+        self.plans_on_timer = interim.plans_on_timer
         self.ready = threading.Event()
         self._current = interim
         threading.Thread(target=self._load, args=(config,), name="planner-kernels", daemon=True).start()

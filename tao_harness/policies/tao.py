@@ -24,6 +24,7 @@ from tao_harness.types import Assignment, Plan, SessionView, Snapshot, objective
 
 class TaoPolicy:
     admission_control = True
+    plans_on_timer = False
 
     def __init__(
         self,
