@@ -1,5 +1,5 @@
-"""The K level's parts (planner/lagrange.py, planner/knapsack.py, planner/fill.py, planner/k_lp.py,
-planner/k_polish.py, planner/reshuffle.py) against brute force: the knapsack is exact, node fills are
+"""The K level's parts (planner/k/lagrange.py, planner/shared/knapsack.py, planner/k/fill.py, planner/k/lp.py,
+planner/k/polish.py, planner/k/reshuffle.py) against brute force: the knapsack is exact, node fills are
 feasible, every LP-derived bound holds, shift moves never lose K, and the credits' gcd is used."""
 
 from __future__ import annotations
@@ -10,20 +10,20 @@ from typing import Iterator
 
 import numpy as np
 
-from tao_harness.planner.bound import bound_holding, lexicographic_bound
-from tao_harness.planner.deadline import Deadline
-from tao_harness.planner.fill import node_fills
-from tao_harness.planner.k_arrays import DualArrays
-from tao_harness.planner.k_forced import forced_tables
-from tao_harness.planner.k_lp import k_relaxation
-from tao_harness.planner.k_polish import polish_placement
-from tao_harness.planner.k_unique import k_common_pairs, k_optimal_placements
-from tao_harness.planner.knapsack import knapsack
-from tao_harness.planner.lagrange import KLevel, _larger_twins, credit_matrix, k_level
-from tao_harness.planner.problem import Packer, Problem, build_problem, is_feasible
-from tao_harness.planner.reference import brute_force, milp_lexicographic
-from tao_harness.planner.shapes import SHAPES
-from tao_harness.planner.reshuffle import reshuffle
+from planner_bench.reference import brute_force, milp_lexicographic
+from planner_bench.shapes import SHAPES
+from tao_harness.planner.bounds.lexicographic import bound_holding, lexicographic_bound
+from tao_harness.planner.k.arrays import DualArrays
+from tao_harness.planner.k.fill import node_fills
+from tao_harness.planner.k.forced import forced_tables
+from tao_harness.planner.k.lagrange import KLevel, _larger_twins, credit_matrix, k_level
+from tao_harness.planner.k.lp import k_relaxation
+from tao_harness.planner.k.polish import polish_placement
+from tao_harness.planner.k.reshuffle import reshuffle
+from tao_harness.planner.k.unique import k_common_pairs, k_optimal_placements
+from tao_harness.planner.shared.deadline import Deadline
+from tao_harness.planner.shared.knapsack import knapsack
+from tao_harness.planner.shared.problem import Packer, Problem, build_problem, is_feasible
 from tao_harness.types import Snapshot
 
 
@@ -293,7 +293,7 @@ def test_flat_credit_settled_by_the_lp_bound_takes_no_step_and_is_exact() -> Non
 
 
 def test_knapsack_on_large_rooms_is_exact() -> None:
-    """Rooms of thousands of quanta take the branch and bound before the DP (planner/knapsack.py): the
+    """Rooms of thousands of quanta take the branch and bound before the DP (planner/shared/knapsack.py): the
     same optimum as brute force, ties, zero sizes and sizes in whole blocks (a common factor the room
     lacks) included, and the choice fits."""
     rng = random.Random("large rooms")

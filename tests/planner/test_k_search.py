@@ -1,7 +1,7 @@
 """The K level's exact parts for flat credit against brute force: the size-nested ceiling
-(planner/k_nested.py) bounds every placement and sees fragmentation the LP does not, and bin completion
-(planner/k_bins.py) finds the optimum or proves the incumbent optimal; the eligibility-aware split it
-uses (planner/certificate.py) keeps each session on a room it may use."""
+(planner/k/ceiling.py) bounds every placement and sees fragmentation the LP does not, and bin completion
+(planner/k/completion.py) finds the optimum or proves the incumbent optimal; the eligibility-aware split it
+uses (planner/bounds/certificate.py) keeps each session on a room it may use."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from itertools import product
 
 import numpy as np
 
-from tao_harness.planner.k_bins import complete_flat
-from tao_harness.planner.k_arrays import DualArrays
-from tao_harness.planner.k_lp import k_relaxation
-from tao_harness.planner.k_nested import k_ceiling
+from tao_harness.planner.k.arrays import DualArrays
+from tao_harness.planner.k.ceiling import k_ceiling
+from tao_harness.planner.k.completion import complete_flat
+from tao_harness.planner.k.lp import k_relaxation
 
 
 def best_k(credit: list[dict[int, int]], size: tuple[int, ...], room: tuple[int, ...]) -> int:

@@ -8,15 +8,15 @@ import random
 
 import pytest
 
-from tao_harness.planner import bins
-from tao_harness.planner.bins import solve_residual
-from tao_harness.planner.certificate import residual_problem
-from tao_harness.planner.dp import exact_dp
-from tao_harness.planner.improve import improve
-from tao_harness.planner.nested import nested_bound, nested_prefix
-from tao_harness.planner.problem import Packer, Problem, is_feasible, total_value
-from tao_harness.planner.ready_cap import ReadyCap, SearchLimit, max_ready, pack_all
-from tao_harness.planner.reference import brute_force, milp_lexicographic, objective
+from planner_bench.reference import brute_force, milp_lexicographic, objective
+from tao_harness.planner.bounds.certificate import residual_problem
+from tao_harness.planner.packing import bins
+from tao_harness.planner.packing.bins import solve_residual
+from tao_harness.planner.packing.improve import improve
+from tao_harness.planner.packing.nested import nested_bound, nested_prefix
+from tao_harness.planner.packing.ready_cap import ReadyCap, SearchLimit, max_ready, pack_all
+from tao_harness.planner.rest.dp import exact_dp
+from tao_harness.planner.shared.problem import Packer, Problem, is_feasible, total_value
 from tao_harness.planner.solve import solve
 
 

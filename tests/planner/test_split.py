@@ -1,4 +1,4 @@
-"""Splitting a chosen set of sessions into the real rooms (planner/split.py): always a valid partial
+"""Splitting a chosen set of sessions into the real rooms (planner/packing/split.py): always a valid partial
 placement, and on tight packings with eligibility subsets the extra fills find what best fit and the
 first fill miss."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from itertools import product
 
-from tao_harness.planner.split import split, subset_sum_split
+from tao_harness.planner.packing.split import split, subset_sum_split
 
 
 def cut_rooms(rng: random.Random, rooms: list[int], pieces: int) -> tuple[list[int], dict[int, set[int]]]:
