@@ -46,9 +46,10 @@ from typing import Iterable, Iterator
 
 from planner_bench.reference import milp_lexicographic
 from planner_bench.shapes import SHAPES
-from tao_harness.cli.common import format_table, print_json
+from tao_harness.cli.common import print_json
 from tao_harness.config import PlannerConfig
 from tao_harness.policies.tao import TaoPolicy
+from tao_harness.tables import format_table
 from tao_harness.types import Plan, Snapshot
 
 

@@ -37,8 +37,9 @@ from typing import Any
 
 from bench_planner import drawn, is_exact, k_gap, percentile, recorded, shapes_and_sizes
 from planner_bench.shapes import SHAPES
-from tao_harness.cli.common import format_table, print_json
+from tao_harness.cli.common import print_json
 from tao_harness.config import PlannerConfig
+from tao_harness.tables import format_table
 from tao_harness.types import Snapshot
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,8 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from tao_harness.cli.common import UsageError, format_table, gib_size, print_json, progress_bar
+from tao_harness.cli.common import UsageError, gib_size, print_json, progress_bar
 from tao_harness.policies.registry import needs_kernels
+from tao_harness.tables import format_table
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

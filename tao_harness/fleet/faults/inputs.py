@@ -12,9 +12,9 @@ from typing import Any, Iterator
 import aiohttp
 from aiohttp import web
 
-from tao_harness.fleet.faults_cluster import FaultCluster
-from tao_harness.fleet.faults_common import FaultRow, FaultSettings, wait_until, zero_goal
-from tao_harness.fleet.faults_fuzz import FuzzOutcome, cases, endpoints, send
+from tao_harness.fleet.faults.cluster import FaultCluster
+from tao_harness.fleet.faults.common import FaultRow, FaultSettings, wait_until, zero_goal
+from tao_harness.fleet.faults.fuzz import FuzzOutcome, cases, endpoints, send
 from tao_harness.shims.claude_code.hooks import ClaudeHookTranslator
 from tao_harness.shims.delivery import CoordinatorPoster, flush_spool
 from tao_harness.shims.forwarder import Forwarder

@@ -15,9 +15,9 @@ from typing import Any
 import aiohttp
 
 from tao_harness.config import SessionsConfig
-from tao_harness.fleet.faults_cluster import FaultCluster
-from tao_harness.fleet.faults_common import FaultRow, FaultSettings, wait_until, zero_goal
-from tao_harness.fleet.faults_runs import reserved_tokens
+from tao_harness.fleet.faults.cluster import FaultCluster
+from tao_harness.fleet.faults.common import FaultRow, FaultSettings, wait_until, zero_goal
+from tao_harness.fleet.faults.runs import reserved_tokens
 from tao_harness.fleet.session import filler_text
 
 PREFIX = "pkill-"

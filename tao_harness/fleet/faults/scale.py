@@ -26,9 +26,10 @@ import aiohttp
 
 from tao_harness.config import RunConfig
 from tao_harness.fleet.driver import run_fleet
-from tao_harness.fleet.faults_cluster import FaultCluster
-from tao_harness.fleet.faults_common import FaultRow, FaultSettings, agent_trace, failed_requests, wait_until, zero_goal
-from tao_harness.fleet.faults_runs import MIB, hang_up, reserved_tokens
+from tao_harness.fleet.faults.cluster import FaultCluster
+from tao_harness.fleet.faults.common import (FaultRow, FaultSettings, agent_trace, failed_requests,
+                                             wait_until, zero_goal)
+from tao_harness.fleet.faults.runs import MIB, hang_up, reserved_tokens
 from tao_harness.fleet.session import Endpoints, SessionResult
 from tao_harness.sim.trace import TraceSession, TraceTool
 

@@ -33,7 +33,7 @@ class FaultSettings:
     soak_emulated_s: float = 60.0
     soak_turns: int = 4
     soak_tool_s: float = 0.5
-    # The scale soak (faults_scale): sessions started at once, turns each, streams cut by their clients,
+    # The scale soak (scale.py): sessions started at once, turns each, streams cut by their clients,
     # longest wall wait for a full pool before the proxy is killed, longest wall time for the whole run (past it: deadlock).
     scale_sessions: int = 96
     # First-turn prompt of each scale-soak session: large enough that they do not all fit at once.

@@ -16,11 +16,11 @@ import traceback
 from pathlib import Path
 from typing import Awaitable, Callable, Sequence
 
-from tao_harness.cli.common import format_table
-from tao_harness.fleet import faults_edges, faults_inputs, faults_proxy, faults_runs, faults_scale
-from tao_harness.fleet.faults_cluster import ClusterSpec, FaultCluster, start_cluster
-from tao_harness.fleet.faults_common import FaultRow, FaultSettings
+from tao_harness.fleet.faults import edges, inputs, proxy, runs, scale
+from tao_harness.fleet.faults.cluster import ClusterSpec, FaultCluster, start_cluster
+from tao_harness.fleet.faults.common import FaultRow, FaultSettings
 from tao_harness.fleet.processes import ProcessGroup
+from tao_harness.tables import format_table
 
 FaultScript = Callable[[FaultCluster], Awaitable[list[FaultRow]]]
 HEADERS = ("fault", "figure", "value", "goal", "met?")
@@ -28,15 +28,15 @@ HEADERS = ("fault", "figure", "value", "goal", "met?")
 
 def _scripts(settings: FaultSettings, db_path: str, scratch: Path) -> list[tuple[str, FaultScript]]:
     return [
-        ("malformed input", lambda c: faults_inputs.malformed_input(c, settings)),
-        ("adversarial input", lambda c: faults_edges.adversarial_input(c, settings)),
-        ("clients hang up mid-stream", lambda c: faults_runs.disconnects(c, settings)),
-        ("soak", lambda c: faults_runs.soak(c, settings)),
-        ("shim events, coordinator down", lambda c: faults_inputs.spooled_events(c, settings, db_path, scratch)),
-        ("proxy killed", lambda c: faults_proxy.proxy_kill(c, settings)),
-        ("scale soak", lambda c: faults_scale.scale_soak(c, settings)),
-        ("coordinator killed", lambda c: faults_runs.coordinator_restart(c, settings)),
-        ("replica killed", lambda c: faults_runs.replica_kill(c, settings, db_path)),
+        ("malformed input", lambda c: inputs.malformed_input(c, settings)),
+        ("adversarial input", lambda c: edges.adversarial_input(c, settings)),
+        ("clients hang up mid-stream", lambda c: runs.disconnects(c, settings)),
+        ("soak", lambda c: runs.soak(c, settings)),
+        ("shim events, coordinator down", lambda c: inputs.spooled_events(c, settings, db_path, scratch)),
+        ("proxy killed", lambda c: proxy.proxy_kill(c, settings)),
+        ("scale soak", lambda c: scale.scale_soak(c, settings)),
+        ("coordinator killed", lambda c: runs.coordinator_restart(c, settings)),
+        ("replica killed", lambda c: runs.replica_kill(c, settings, db_path)),
     ]
 
 

@@ -11,9 +11,9 @@ from typing import Any
 import aiohttp
 
 from tao_harness.fleet.driver import run_fleet
-from tao_harness.fleet.faults_cluster import FaultCluster
-from tao_harness.fleet.faults_common import (FaultRow, FaultSettings, agent_trace, failed_requests, wait_until,
-                                             zero_goal)
+from tao_harness.fleet.faults.cluster import FaultCluster
+from tao_harness.fleet.faults.common import (FaultRow, FaultSettings, agent_trace, failed_requests,
+                                             wait_until, zero_goal)
 from tao_harness.fleet.session import filler_text
 
 MIB = 1024 * 1024
