@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from tao_harness.planner.shared.problem import Problem, is_feasible, objective
+from tao_harness.planner import Problem, is_feasible, objective
 
 __all__ = ["brute_force", "milp_lexicographic", "objective"]
 

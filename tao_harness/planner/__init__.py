@@ -18,14 +18,14 @@ import importlib
 from typing import TYPE_CHECKING
 
 from tao_harness.planner.shared.deadline import Deadline
-from tao_harness.planner.shared.problem import Problem, Solution, Value, build_problem, objective
+from tao_harness.planner.shared.problem import Problem, Solution, Value, build_problem, is_feasible, objective
 from tao_harness.planner.solve import Method, solve
 
 if TYPE_CHECKING:
     from tao_harness.planner.warm import kernels_cached, warm_up
 
-__all__ = ["Deadline", "Method", "Problem", "Solution", "Value", "build_problem", "kernels_cached",
-           "objective", "solve", "warm_up"]
+__all__ = ["Deadline", "Method", "Problem", "Solution", "Value", "build_problem", "is_feasible",
+           "kernels_cached", "objective", "solve", "warm_up"]
 
 
 def __getattr__(name: str) -> object:
