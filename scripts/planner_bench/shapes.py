@@ -273,10 +273,7 @@ def _templates(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
             id=f"s{i}", tokens=tokens, shared_tokens=prefix, ready=int(rng.random() < 0.5), cache=cache,
             eligible=rng.choice(tenants) if nodes > 2 and rng.random() < 0.2 else None,
             turn=rng.randint(1, 20), arrived_at=NOW - rng.uniform(0, 60)))
-    free_total = sum(v.cost(params) for v in views) / rng.uniform(0.8, 2.5)
-    weights = [rng.choice([0.05, 0.5, 1.0, 1.5]) for _ in node_ids]
-    return Snapshot(now=NOW, params=params, nodes=_rooms(rng, node_ids, free_total, weights),
-                    sessions=tuple(views))
+    return _sharing(rng, params, node_ids, views, (0.8, 2.5), lambda: rng.choice([0.05, 0.5, 1.0, 1.5]))
 
 
 def _popular(rng: random.Random, node_ids: list[str]) -> list[float]:
@@ -306,10 +303,7 @@ def _long(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
             id=f"s{i}", tokens=tokens, shared_tokens=min(tokens, rng.choice([0, 1500, 3000])),
             ready=int(rng.random() < 0.5), cache=cache, turn=rng.randint(1, 60),
             arrived_at=NOW - rng.uniform(0, 60)))
-    free_total = sum(v.cost(params) for v in views) / rng.uniform(1.5, 2.5)
-    weights = [rng.gammavariate(4.0, 1.0) for _ in node_ids]
-    return Snapshot(now=NOW, params=params, nodes=_rooms(rng, node_ids, free_total, weights),
-                    sessions=tuple(views))
+    return _sharing(rng, params, node_ids, views, (1.5, 2.5), lambda: rng.gammavariate(4.0, 1.0))
 
 
 def _fleet(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
@@ -338,10 +332,7 @@ def _fleet(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
         views.append(SessionView(
             id=f"s{i}", tokens=tokens, shared_tokens=prompt, ready=int(rng.random() < 0.5), cache=cache,
             turn=rng.randint(1, 40), arrived_at=NOW - rng.uniform(0, 60)))
-    free_total = sum(v.cost(params) for v in views) / rng.uniform(1.2, 2.2)
-    weights = [rng.gammavariate(4.0, 1.0) for _ in node_ids]
-    return Snapshot(now=NOW, params=params, nodes=_rooms(rng, node_ids, free_total, weights),
-                    sessions=tuple(views))
+    return _sharing(rng, params, node_ids, views, (1.2, 2.2), lambda: rng.gammavariate(4.0, 1.0))
 
 
 def _clones(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
@@ -360,10 +351,7 @@ def _clones(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
             views.append(SessionView(
                 id=f"s{len(views)}", tokens=tokens, ready=int(rng.random() < 0.5), cache=cache,
                 turn=rng.randint(1, 30), arrived_at=NOW - rng.uniform(0, 60)))
-    free_total = sum(v.cost(params) for v in views) / rng.uniform(1.3, 2.5)
-    weights = [rng.uniform(0.2, 1.0) for _ in node_ids]
-    return Snapshot(now=NOW, params=params, nodes=_rooms(rng, node_ids, free_total, weights),
-                    sessions=tuple(views))
+    return _sharing(rng, params, node_ids, views, (1.3, 2.5), lambda: rng.uniform(0.2, 1.0))
 
 
 def _busy(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
@@ -388,6 +376,16 @@ def _busy(rng: random.Random, sessions: int, nodes: int) -> Snapshot:
         capacity = int(node.free_tokens * load) + used
         node_states.append(replace(node, capacity_tokens=capacity, used_tokens=used))
     return replace(snapshot, nodes=tuple(node_states), sessions=snapshot.sessions + tuple(holders))
+
+
+def _sharing(rng: random.Random, params: PlannerParams, node_ids: list[str], views: list[SessionView],
+             demand: tuple[float, float], weight: Callable[[], float]) -> Snapshot:
+    """`views` waiting for the nodes, whose free room is their demand over a factor drawn from `demand`, shared
+    in proportion to a `weight()` drawn per node (after that factor: the draws stay in the shapes' order)."""
+    free_total = sum(v.cost(params) for v in views) / rng.uniform(*demand)
+    weights = [weight() for _ in node_ids]
+    return Snapshot(now=NOW, params=params, nodes=_rooms(rng, node_ids, free_total, weights),
+                    sessions=tuple(views))
 
 
 def _rooms(rng: random.Random, node_ids: list[str], free_total: float, weights: list[float]

@@ -61,18 +61,21 @@ class FaultCluster:
 
     async def restart_coordinator(self) -> None:
         """Start the coordinator again on its old port, with its old flags (its state starts empty)."""
-        self.coordinator_proc, url = await self.processes.start_url_server(self._coordinator_argv)
-        if url != self.coordinator_url:
-            raise RuntimeError(f"coordinator came back on {url}, not {self.coordinator_url}")
+        self.coordinator_proc = await self._restarted("coordinator", self._coordinator_argv, self.coordinator_url)
 
     async def kill_proxy(self) -> None:
         await _kill(self.proxy_proc)
 
     async def restart_proxy(self) -> None:
         """Start the proxy again on its old port (a new instance: the coordinator sees a new proxy id)."""
-        self.proxy_proc, url = await self.processes.start_url_server(self._proxy_argv)
-        if url != self.proxy_url:
-            raise RuntimeError(f"proxy came back on {url}, not {self.proxy_url}")
+        self.proxy_proc = await self._restarted("proxy", self._proxy_argv, self.proxy_url)
+
+    async def _restarted(self, name: str, argv: list[str], url: str) -> asyncio.subprocess.Process:
+        """`argv` started again; it must come back on `url`, where the fleet's clients look for it."""
+        process, new_url = await self.processes.start_url_server(argv)
+        if new_url != url:
+            raise RuntimeError(f"{name} came back on {new_url}, not {url}")
+        return process
 
     async def kill_replica(self, index: int) -> None:
         await _kill(self.replica_procs[index])

@@ -37,12 +37,12 @@ many repairs polished find placements within ~0.1% of the optimum where the best
 to 1% short), and once more on the best placement with pairs of rooms too (planner/packing/improve.py), or,
 with graded credit and the bound not reached, with exchanges of sessions between nodes (planner/k/polish.py).
 With flat credits (a session worth the same on each of its nodes) the LP's whole placements refilled
-come first, then the nodes filled one by one, then twenty polished steps from the LP's multipliers (the
+come first, then twenty polished steps from the LP's multipliers (the
 packing-only ceiling computed after the first), each only while the best placement is short of the
 bounds so far (copies snapshots at 160 x 8 settled by the first step: ~4.3 -> ~2.7 ms). Where they leave
 the LP bound standing (it is usually tight: credits of a few sizes, fragmentation hides the placement
-reaching it), the best of the LP's whole placements, the nodes filled one by one exactly
-(planner/k/fill.py) and the steps' placement is reshuffled toward that bound, and what the reshuffle
+reaching it), the better of the LP's whole placements and the steps' placement is reshuffled toward that
+bound, and what the reshuffle
 misses is searched exactly by bin completion (planner/k/completion.py), which either reaches the bound or,
 exhausted, proves its best placement optimal. Where the steps bound K below the LP (small rooms, large
 sessions) those two are skipped for the search.
@@ -68,7 +68,6 @@ from tao_harness.planner.k.arrays import OPEN, DualArrays
 from tao_harness.planner.k.ceiling import k_ceiling
 from tao_harness.planner.k.completion import complete_flat
 from tao_harness.planner.k.dual import dual_steps, probe
-from tao_harness.planner.k.fill import node_fills
 from tao_harness.planner.k.lp import KRelaxation, k_relaxation
 from tao_harness.planner.k.mip import Alike, k_branch_and_cut
 from tao_harness.planner.k.pairs import pair_problem, widest_pair
@@ -215,14 +214,11 @@ def k_level(problem: Problem, deadline: Deadline | None = None) -> KLevel:
             for i, x in relaxation.multipliers.items():
                 lam[i] = x
         # with flat credit (fresh, whole caches) the LP bound is usually tight and the search for a
-        # placement reaching it is what is hard: the best start, the LP's whole placements or the
-        # node-by-node fills (planner/k/fill.py), is reshuffled toward it
+        # placement reaching it is what is hard: the LP's whole placements, refilled, are the start that is
+        # reshuffled toward it (filling the nodes one by one with exact knapsacks, as a second start, changed
+        # no K nor proof on 580 flat-credit plans, 6 shapes, 8 x 2 to 160 x 8: removed)
         lp_floor = search.floor(relaxation.bound)
         start = refill(relaxation.whole, deadline, enough=lp_floor)
-        if flat and value_of(start) < lp_floor:
-            fill = max(node_fills(credit, problem.size, problem.room, deadline), key=value_of)
-            if value_of(fill) > value_of(start):
-                start = refill(fill, deadline, enough=lp_floor)
         search.offer(start, value_of(start))
         # with flat credit, polished steps from the LP's multipliers: often a better start, and with small
         # rooms or sessions large beside them a bound well below the LP's (each knapsack is exact), often

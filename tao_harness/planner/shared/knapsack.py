@@ -1,5 +1,5 @@
 """The exact 0-1 knapsack of one node over float profits: the K level's inner step (planner/k/dual.py,
-once per node per Lagrangian step, profits k − λ) and its node-by-node fills (planner/k/fill.py).
+once per node per Lagrangian step, profits k − λ, and planner/k/polish.py's re-packs).
 
 Compiled with numba (`knapsack_kernel`): the Lagrangian solves thousands of these per hard snapshot,
 and in Python their bookkeeping, not the DP, was most of the planner's time. numba caches the machine
@@ -38,17 +38,6 @@ def float_slack(magnitude: float) -> float:
     """The slack for comparing float sums of profits of this magnitude with each other (or flooring one);
     an infinite one (no bound yet) compares as it is."""
     return _EPS + _RELATIVE_EPS * abs(magnitude) if math.isfinite(magnitude) else _EPS
-
-
-def knapsack(items: list[int], size: tuple[int, ...], profit: dict[int, float], room: int
-             ) -> tuple[float, list[int]]:
-    """The most profit of a subset of `items` (positive profits only) within `room`, and that subset (past
-    the kernel's DP limits: a bound on it, and a subset below it)."""
-    if not items:
-        return 0.0, []
-    value, take = knapsack_kernel(np.array([size[i] for i in items], dtype=np.int64),
-                                  np.array([profit[i] for i in items], dtype=np.float64), room)
-    return value, [i for i, taken in zip(items, take) if taken]
 
 
 @njit(cache=True)
