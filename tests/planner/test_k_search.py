@@ -1,7 +1,5 @@
-"""The K level's exact parts for flat credit against brute force: the size-nested ceiling
-(planner/k/ceiling.py) bounds every placement and sees fragmentation the LP does not, and bin completion
-(planner/k/completion.py) finds the optimum or proves the incumbent optimal; the eligibility-aware split it
-uses (planner/bounds/certificate.py) keeps each session on a room it may use."""
+"""The K level's packing-only bound for flat credit against brute force: the size-nested ceiling
+(planner/k/ceiling.py) bounds every placement and sees fragmentation the LP does not."""
 
 from __future__ import annotations
 
@@ -12,7 +10,6 @@ import numpy as np
 
 from tao_harness.planner.k.arrays import DualArrays
 from tao_harness.planner.k.ceiling import k_ceiling
-from tao_harness.planner.k.completion import complete_flat
 from tao_harness.planner.k.lp import k_relaxation
 
 
@@ -65,18 +62,3 @@ def test_the_nested_ceiling_sees_fragmentation_the_lp_does_not() -> None:
     relaxation = k_relaxation(DualArrays.of(credit, list(room), np.array(size)))
     assert relaxation is not None and relaxation.bound == 3
     assert k_ceiling(credit, size, room) == 2 == best_k(credit, size, room)
-
-
-def test_bin_completion_finds_the_optimum_or_proves_the_incumbent() -> None:
-    for credit, size, room in flat_problems("completion", 150):
-        k_star = best_k(credit, size, room)
-        found = complete_flat(credit, size, room, -1, 1 << 40, None)  # no incumbent, an unreachable target
-        assert found.proven and found.placement is not None
-        used = [0] * len(room)
-        for i, b in found.placement.items():
-            assert i in credit[b]  # a credit node of the session
-            used[b] += size[i]
-        assert all(u <= r for u, r in zip(used, room))
-        assert sum(credit[b][i] for i, b in found.placement.items()) == k_star
-        proof = complete_flat(credit, size, room, k_star, 1 << 40, None)  # nothing beats K*: proven as is
-        assert proof.proven and proof.placement is None

@@ -144,13 +144,6 @@ def fullest_subset(items: list[int], size: Sequence[int], room: int) -> list[int
     return taken
 
 
-def subset_sum_split(
-    items: list[int], size: Sequence[int], rooms: list[int], allowed: Allowed | None = None
-) -> tuple[dict[int, int], list[int]]:
-    """Fill rooms smallest first, each as full as a subset of the remaining items allows."""
-    return fill_rooms(items, size, rooms, sorted(range(len(rooms)), key=lambda b: (rooms[b], b)), allowed)
-
-
 def best_fit(
     items: list[int], size: Sequence[int], rooms: list[int],
     allowed: Mapping[int, Iterable[int]] | None = None, largest_first: bool = True,
