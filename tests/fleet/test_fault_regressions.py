@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
-import pytest
 from aiohttp.test_utils import TestServer
 
 from tao_harness.config import ProxyConfig, ReplicaConfig, ReplicaSpec

@@ -20,7 +20,6 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any
 
 import aiohttp
 
