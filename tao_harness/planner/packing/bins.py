@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Hashable, Iterable, Mapping
 
 from tao_harness.planner.packing.nested import NestedBound, Prefix, nested_bound, nested_prefix, nested_value
-from tao_harness.planner.packing.ready_cap import ReadyCap, SearchLimit
+from tao_harness.planner.packing.feasible import SearchLimit
 from tao_harness.planner.packing.split import split as split_into
 from tao_harness.planner.shared.deadline import Deadline
 from tao_harness.planner.shared.int_knapsack import INT64_BITS
@@ -51,16 +51,16 @@ class BranchResult:
 
 
 def solve_residual(
-    problem: Problem, packer: Packer, incumbent: dict[int, int], cap: ReadyCap | None, node_limit: int,
+    problem: Problem, packer: Packer, incumbent: dict[int, int], node_limit: int,
     deadline: Deadline | None = None, root_tries: int = _ROOT_TRIES, ceiling: int | None = None,
 ) -> BranchResult:
     """Search the residual `problem` (every session worth the same on every node it may use) from
     `incumbent`, the root bound's choice split `root_tries` ways (planner/packing/split.py; a search again
     from a better incumbent has the same root and need not try again).
 
-    `cap` (R*, planner/packing/ready_cap.py) tightens the root bound, and so does `ceiling`, a bound on the
-    packed value known to the caller. Below the root the bound ignores them: it stays valid, only looser (a
-    choice that splits is feasible, so it never exceeds them)."""
+    `ceiling`, a bound on the packed value known to the caller, tightens the root bound. Below the root the
+    bound ignores it: it stays valid, only looser (a choice that splits is feasible, so it never exceeds
+    it)."""
     if packer.bits_without_k > INT64_BITS or (deadline is not None and deadline.passed()):
         return BranchResult(incumbent, False, 0)  # (the root's bound alone costs ~1 ms at 160 x 8)
     size, rooms = list(problem.size), list(problem.room)
@@ -76,12 +76,7 @@ def solve_residual(
     cut = grain.cut(_target_room(items, size, all_rooms, allowed)[1])
     prefix = nested_prefix(items, coarse, gain, coarse_rooms, cut)
     root = nested_bound(items, coarse, gain, coarse_rooms, prefix)
-    limit = root.value
-    if cap is not None and root.value >> packer.shift_r > cap.count:
-        plain = [0 if v is None else packer.pack((0, 0, v[2])) for v in firsts]
-        limit = (cap.count << packer.shift_r) + nested_bound(items, coarse, plain, coarse_rooms).value
-    if ceiling is not None:
-        limit = min(limit, ceiling)
+    limit = root.value if ceiling is None else min(root.value, ceiling)
     value = total_value(problem, packer, incumbent)
     if value >= limit:
         return BranchResult(incumbent, True, 1)

@@ -3,7 +3,7 @@
 For a room b, the sessions on b plus the unplaced ones eligible there form a 1-D knapsack (values as
 they are on b); replacing b's content by its optimum never loses value. For two rooms a, b the same
 knapsack runs on the merged room, and the choice is kept only if it splits back into a and b
-(planner/packing/ready_cap.py's bounded bin-packing search). Used to raise the DP's incumbent (sharper
+(planner/packing/feasible.py's bounded bin-packing search). Used to raise the DP's incumbent (sharper
 pruning) and the plan returned on fallback; it never claims optimality.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from itertools import combinations, compress
 
-from tao_harness.planner.packing.ready_cap import SearchLimit, pack_all
+from tao_harness.planner.packing.feasible import SearchLimit, pack_all
 from tao_harness.planner.shared.deadline import Deadline
 from tao_harness.planner.shared.int_knapsack import surrogate_knapsack
 from tao_harness.planner.shared.problem import Packer, Problem, Value

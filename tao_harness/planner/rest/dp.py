@@ -6,8 +6,7 @@ Two nodes are interchangeable for the suffix when every later session has the sa
 eligibility on both; their capacities are then sorted inside the state key, so symmetric placements
 merge instead of multiplying. The stored capacities stay in physical node order, so the placement is
 recovered without un-permuting anything. States whose value plus the best the suffix could add cannot
-beat the incumbent are dropped (branch and bound); with a proven R* the bound's R field is capped
-(`_capped_bounds`). Past `budget` states the DP gives up (raises `BudgetExceeded`), and so it does as soon
+beat the incumbent are dropped (branch and bound). Past `budget` states the DP gives up (raises `BudgetExceeded`), and so it does as soon
 as its layers, growing as they do, would pass the budget within two steps (`_projected_past`).
 """
 
@@ -54,13 +53,10 @@ def _node_classes(problem: Problem, order: list[int]) -> list[tuple[int, ...]]:
 
 
 def exact_dp(
-    problem: Problem, packer: Packer, budget: int, incumbent: int = 0, ready_cap: int | None = None,
-    deadline: Deadline | None = None,
+    problem: Problem, packer: Packer, budget: int, incumbent: int = 0, deadline: Deadline | None = None,
 ) -> tuple[dict[int, int] | None, int]:
     """Optimal placement strictly better than `incumbent` (None if none exists), and states created.
 
-    `ready_cap` is a proven bound on R (planner/packing/ready_cap.py), usable when no session has credit: the
-    bound's R field is then capped and its (T, N) part bounded by a knapsack that ignores r.
     Raises `BudgetExceeded` past `budget` states, when growth projects past it (`_projected_past`), or
     past `deadline` (checked every few hundred states).
     """
@@ -73,7 +69,7 @@ def exact_dp(
     packed = [[None if v is None else packer.pack(v) for v in row] for row in problem.values]
     bound = _suffix_bounds(problem, order, packed)
     fills = _suffix_fills(problem, order)
-    capped = _capped_bounds(problem, packer, order, bound, fills, ready_cap)
+    limits = _suffix_limits(order, bound, fills)
 
     def key_at(labels: tuple[int, ...]) -> Callable[[tuple[int, ...]], tuple[object, ...]]:
         """The state key for capacities `caps` under node labels `labels`."""
@@ -87,7 +83,7 @@ def exact_dp(
     for j, i in enumerate(order):
         size, labels, after = problem.size[i], classes[j], classes[j + 1]
         key_after = key_at(after)
-        suffix = capped[j + 1]  # the most sessions order[j+1:] can still add, by total room
+        suffix = limits[j + 1]  # the most sessions order[j+1:] can still add, by total room
         fill = fills[j + 1]  # the part of a room that sessions order[j+1:] can actually fill
         nxt: dict[object, tuple[int, tuple[int, ...], Link]] = {}
 
@@ -141,36 +137,13 @@ def _projected_past(budget: int, created: int, before: int, after: int, steps_le
     return created + ahead >= budget
 
 
-def _capped_bounds(
-    problem: Problem, packer: Packer, order: list[int], bound: list, fills: list, ready_cap: int | None
-) -> list:
-    """capped[j](value, caps): a bound on the best total reachable from `value` with sessions order[j:].
+def _suffix_limits(order: list[int], bound: list, fills: list) -> list:
+    """limits[j](value, caps): a bound on the best total reachable from `value` with sessions order[j:], the
+    suffix's bound over the part of each room its sessions can fill."""
 
-    With a proven R* (`ready_cap`; no credit anywhere) a bound whose R field exceeds R* is replaced by
-    R* plus the (T, N) it could add at most: a merged-room knapsack that ignores r. Without the cap
-    the surrogate bound keeps counting ready sessions that only fit once rooms merge, and prunes nothing.
-    """
-    if ready_cap is not None and not any(v is not None and v[0] for row in problem.values for v in row):
-        no_r = [[None if v is None else packer.pack((0, 0, v[2])) for v in row] for row in problem.values]
-        bound_tn = _suffix_bounds(problem, order, no_r)
-    else:
-        bound_tn, ready_cap = [], None
-    shift_r, cap, low_bits = packer.shift_r, (ready_cap or 0) << packer.shift_r, (1 << packer.shift_r) - 1
-
-    def at(j: int):  # one closure per step, specialized, since it runs once per candidate state
+    def at(j: int) -> Callable[[int, tuple[int, ...]], int]:  # one closure per step: it runs once per state
         fill, plain = fills[j], bound[j]
-        if ready_cap is None:
-            return lambda value, caps: value + plain(sum(map(fill, caps)))
-        tn, limit = bound_tn[j], ready_cap
-
-        def capped(value: int, caps: tuple[int, ...]) -> int:
-            room = sum(map(fill, caps))
-            total = value + plain(room)
-            if total >> shift_r <= limit:
-                return total
-            return min(total, cap + (value & low_bits) + tn(room))
-
-        return capped
+        return lambda value, caps: value + plain(sum(map(fill, caps)))
 
     return [at(j) for j in range(len(order) + 1)]
 
