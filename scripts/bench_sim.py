@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tao_harness.cli.common import format_table  # noqa: E402
 from tao_harness.sim.config import SimConfig  # noqa: E402
 from tao_harness.sim.simulator import simulate  # noqa: E402
 from tao_harness.sim.workloads import generate  # noqa: E402
+from tao_harness.tables import format_table  # noqa: E402
 
 
 def main() -> int:

@@ -9,8 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from tao_harness.cli.common import UsageError, format_table, gib_size, print_json, progress_bar
+from tao_harness.cli.common import UsageError, gib_size, print_json, progress_bar
 from tao_harness.policies.registry import needs_kernels
+from tao_harness.tables import format_table
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None
     trace = load_trace(args.trace)
     if needs_kernels(config.policy) and not args.json:
-        from tao_harness.planner.warm import kernels_cached
+        from tao_harness.planner import kernels_cached
 
         if not kernels_cached():  # what the bar waits on, said: it does not move meanwhile
             print("tao sim: compiling the planner's kernels (a first run: about a minute on 2 cores)",

@@ -48,7 +48,7 @@ class LoadingPolicy:
         return self._current.plan(snapshot)
 
     def _load(self, config: PlannerConfig) -> None:
-        from tao_harness.planner.warm import kernels_cached
+        from tao_harness.planner import kernels_cached
 
         started = time.monotonic()
         compiling = not kernels_cached()
