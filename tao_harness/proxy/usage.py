@@ -12,7 +12,7 @@ Anthropic's `input_tokens` excludes cache reads and writes, so its prompt size i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from tao_harness import fastjson
 
@@ -75,12 +75,21 @@ def _openai_has_content(chunk: dict[str, Any]) -> bool:
     return False
 
 
-class UsageTracker:
-    """Feed response bytes in order; read `usage` at the end and `first_token_seen` any time."""
+class TurnObserver(Protocol):
+    """Reads the assistant message from the same parsed events (proxy.turns.TurnReader); never raises."""
 
-    def __init__(self, api: ApiKind, streaming: bool) -> None:
+    def on_event(self, message: dict[str, Any]) -> None: ...
+    def on_body(self, message: dict[str, Any]) -> None: ...
+
+
+class UsageTracker:
+    """Feed response bytes in order; read `usage` at the end and `first_token_seen` any time. `turn`,
+    when given, sees every event (or the body) too: each is parsed once for both."""
+
+    def __init__(self, api: ApiKind, streaming: bool, turn: TurnObserver | None = None) -> None:
         self._api = api
         self._streaming = streaming
+        self._turn = turn
         self._buffer = bytearray()
         self.usage = Usage()
         self.first_token_seen = False
@@ -134,6 +143,8 @@ class UsageTracker:
             self._on_message(message)
 
     def _on_message(self, message: dict[str, Any]) -> None:
+        if self._turn is not None:
+            self._turn.on_event(message)
         if self._api == "openai":
             usage = _openai_usage(message.get("usage"))
             if usage is not None:
@@ -161,6 +172,8 @@ class UsageTracker:
             return
         if not isinstance(message, dict):
             return
+        if self._turn is not None:
+            self._turn.on_body(message)
         if self._api == "openai":
             self.usage = _openai_usage(message.get("usage")) or self.usage
         else:

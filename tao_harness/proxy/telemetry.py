@@ -1,0 +1,98 @@
+"""What the proxy reads from the traffic for the coordinator: tool spans (proxy.tool_spans) and the
+identity of sessions that name themselves nowhere (proxy.conversation).
+
+Fails open: every entry point catches what goes wrong in it, logs it once per kind and carries on, so a
+malformed body, an unexpected event or a bug here costs the request nothing but its telemetry.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tao_harness.log_summary import SummarizedWarning
+from tao_harness.proxy.conversation import Conversations
+from tao_harness.proxy.coordinator_client import CoordinatorClient
+from tao_harness.proxy.identity import SessionIdentity
+from tao_harness.proxy.tool_results import read_results
+from tao_harness.proxy.tool_spans import ToolSpans
+from tao_harness.proxy.turns import TurnReader
+from tao_harness.proxy.usage import ApiKind
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One upstream attempt's response being read."""
+
+    session: str
+    request_id: str
+    harness: str | None
+    # The request's conversation key when its session was told by its conversation, else None.
+    conversation: bytes | None
+    reader: TurnReader
+
+
+class Telemetry:
+    def __init__(self, coordinator: CoordinatorClient) -> None:
+        self._coordinator = coordinator
+        self._spans = ToolSpans()
+        self._conversations = Conversations()
+        # One line a minute at most: a client that sends odd bodies would send them every request. (The
+        # summary's "largest value" has no meaning here: `%.0s` prints nothing of it.)
+        self._failed = SummarizedWarning(log, "tool telemetry skipped %d request(s) it could not read "
+                                              "(the debug log says why)%.0s")
+
+    def _skip(self, exc: Exception) -> None:
+        log.debug("tool telemetry skipped a request", exc_info=exc)
+        self._failed.occurred(0.0)
+
+    def identify(self, identity: SessionIdentity, body: Any) -> tuple[SessionIdentity, bytes | None]:
+        """`identity`, or, where no rule named the session, its session by conversation and the request's
+        conversation key (to pass to `reading` and `end`)."""
+        messages = body.get("messages") if isinstance(body, dict) else None
+        if identity.source != "connection" or not isinstance(messages, list) or not messages:
+            return identity, None
+        try:
+            session, key, new = self._conversations.begin(messages)
+        except Exception as exc:  # noqa: BLE001 - fail open: the connection's session then
+            self._skip(exc)
+            return identity, None
+        if new:
+            log.info("session %s identified by its conversation (no header or body field names it)", session)
+        return replace(identity, session=session, source="conversation"), key
+
+    def end(self, session: str) -> None:
+        """The request `identify` gave a conversation key to is over (answered or not)."""
+        self._conversations.end(session)
+
+    def request(self, session: str, body: Any, api: ApiKind, at: float) -> None:
+        """A request of `session` arrived at `at`: the calls whose results it carries have ended."""
+        try:
+            ends = self._spans.ended(session, read_results(body, api), at)
+        except Exception as exc:  # noqa: BLE001 - fail open
+            self._skip(exc)
+            return
+        if ends:
+            self._coordinator.events(session, ends)
+
+    def reading(self, session: str, request_id: str, harness: str | None, conversation: bytes | None,
+                api: ApiKind) -> Reading:
+        return Reading(session, request_id, harness, conversation, TurnReader(api))
+
+    def response(self, reading: Reading, at: float) -> None:
+        """The response ended at `at`: its tool calls have started."""
+        try:
+            turn = reading.reader.turn()
+            if turn is None:
+                raise ValueError("the response could not be read")
+            if reading.conversation is not None:
+                self._conversations.answered(reading.session, reading.conversation, turn)
+            starts = self._spans.started(reading.session, reading.request_id, turn, at, reading.harness)
+        except Exception as exc:  # noqa: BLE001 - fail open
+            self._skip(exc)
+            return
+        if starts:
+            self._coordinator.events(reading.session, starts)
