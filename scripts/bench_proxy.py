@@ -13,6 +13,11 @@ admitted), and, when installed, `vllm-router` (`--policy cache_aware`) and LiteL
 
 `--peers-venv` names a virtualenv holding `vllm-router` (pip install vllm-router==0.1.17) and/or
 `litellm[proxy]`; they are not dependencies of tao_harness.
+
+`tao-proxy+coordinator` reads tool calls from the traffic (`proxy.tool_telemetry`, on by default);
+`tao-proxy+coordinator, no telemetry` is the same without (`--no-tool-telemetry`). `--baseline-python
+OTHER_PYTHON` adds `baseline tao-proxy+coordinator`: proxy and coordinator of another checkout (e.g.
+main's `.venv/bin/python`), measured in the same interleaved rounds, for a before/after in one run.
 """
 
 from __future__ import annotations
@@ -159,6 +164,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="measuring time per cell (default 5)")
     parser.add_argument("--clients", default="1,64", help="concurrency levels (default 1,64)")
     parser.add_argument("--peers-venv", type=Path, help="virtualenv with vllm-router and/or litellm")
+    parser.add_argument("--baseline-python", help="python of another checkout: its proxy + coordinator too")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure every router this many times, interleaved (default 1)")
     parser.add_argument("--json", action="store_true", help="print rows as JSON")
     args = parser.parse_args()
     levels = [int(c) for c in args.clients.split(",")]
@@ -185,6 +193,7 @@ def main() -> int:
                                         "--log-level", "WARNING"], coordinator + "/healthz")
         for name, flags, what in (
             ("tao-proxy+coordinator", [], "admission by `tao coordinator --policy tao`, following its leases"),
+            ("tao-proxy+coordinator, no telemetry", ["--no-tool-telemetry"], "the same, no tool telemetry"),
             ("tao-proxy+coordinator, no leases", ["--no-leases"], "every request admitted by the coordinator"),
         ):
             admitted_port = free_port()
@@ -194,6 +203,18 @@ def main() -> int:
                 f"http://127.0.0.1:{admitted_port}/healthz")]
             routers[name] = f"http://127.0.0.1:{admitted_port}"
             versions[name] = f"tao_harness (this tree), {what}"
+        if args.baseline_python:
+            base_port, base_proxy_port = free_port(), free_port()
+            base_coordinator = f"http://127.0.0.1:{base_port}"
+            base_pid = start(stack, [args.baseline_python, "-m", "tao_harness.cli.main", "coordinator", "--port",
+                                     str(base_port), "--no-store", "--replica", f"r0={backend}", "--log-level",
+                                     "WARNING"], base_coordinator + "/healthz")
+            pids["baseline tao-proxy+coordinator"] = [base_pid, start(
+                stack, [args.baseline_python, "-m", "tao_harness.cli.main", "proxy", "--port", str(base_proxy_port),
+                        "--coordinator", base_coordinator, "--replica", f"r0={backend}", "--log-level", "WARNING"],
+                f"http://127.0.0.1:{base_proxy_port}/healthz")]
+            routers["baseline tao-proxy+coordinator"] = f"http://127.0.0.1:{base_proxy_port}"
+            versions["baseline tao-proxy+coordinator"] = f"{args.baseline_python}'s tao_harness, following leases"
 
         peer_bin = args.peers_venv / "bin" if args.peers_venv else None
         if peer_bin and (peer_bin / "vllm-router").exists():
@@ -225,8 +246,8 @@ def main() -> int:
             except RuntimeError as exc:
                 print(f"litellm skipped: {exc}", file=sys.stderr)
 
-        # Interleave routers per concurrency level so drift on a shared machine hits all alike.
-        for clients in levels:
+        # Interleave routers per concurrency level (and rounds) so drift on a shared machine hits all alike.
+        for clients in [level for _ in range(args.rounds) for level in levels]:
             direct = measure("direct", routers["direct"], clients, args.seconds)
             rows.append(direct)
             for name, base in routers.items():

@@ -32,6 +32,7 @@ from tao_harness.outcomes import is_censored
 from tao_harness.policies.base import Policy
 from tao_harness.proxy.messages import RequestReport
 from tao_harness.proxy.routing import pin_headers
+from tao_harness.proxy.tool_spans import TEXT_CALL_PREFIX
 from tao_harness.proxy.usage import Usage
 from tao_harness.coordinator.recording import tool_call_record
 from tao_harness.snapshot_dump import snapshot_dump
@@ -100,6 +101,8 @@ class _SessionSize:
     identified_by: str | None = None
     # Calls a shim reported: the proxy's reading of the same call (same id) leaves the live state alone.
     shim_calls: set[str] = field(default_factory=set)
+    # A shim reports this session's calls (it announced the session, or sent a tool event).
+    shimmed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +190,9 @@ class Coordinator:
                                    time_scale=self.time_scale))
 
     def start_session(self, session: str, harness: str | None, labels: dict[str, str], at: float) -> None:
+        """A shim (`tao-run`'s relay) announced the session: its shim reports the session's calls."""
         self._ensure_session(session, at, harness, labels)
+        self._sizes[session].shimmed = True
 
     def identified_by(self, session: str) -> str | None:
         """How the proxy identified a live session (proxy.identity's rule), if it said."""
@@ -422,6 +427,10 @@ class Coordinator:
 
     def tool_event(self, event: ToolEvent) -> None:
         now = self.clock()
+        size = self._sizes.get(event.session)
+        if event.source == "proxy" and size is not None and size.shimmed \
+                and event.call_id.startswith(TEXT_CALL_PREFIX):
+            return  # the shim reports this text action under an id of its own: it would count twice
         live = event.session in self._sizes or now - event.at < STALE_EVENT_S
         if live:
             self._ensure_session(event.session, min(event.at, now),
@@ -432,6 +441,7 @@ class Coordinator:
             # proxy read from the traffic that a shim reported too keeps the shim's start (exact).
             if live and event.source == "shim":
                 self._sizes[event.session].shim_calls.add(event.call_id)
+                self._sizes[event.session].shimmed = True
             elif live and event.call_id in self._sizes[event.session].shim_calls:
                 live = False
             if live and event.kind == "call":

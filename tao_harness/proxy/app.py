@@ -323,8 +323,10 @@ async def _pass_through(request: web.Request, upstream: aiohttp.ClientResponse, 
             await relay.write(request, chunk, tracker is not None and tracker.first_token_seen)
         answered = True
         telemetry = report.state.telemetry
-        if reading is not None and telemetry is not None and upstream.status < 400:
-            # Before the answer's last bytes: the client's next request may come the moment it has them.
+        if reading is not None and telemetry is not None and tracker is not None and upstream.status < 400:
+            # Before the answer's last bytes: the client's next request, which ends the calls this answer
+            # starts, may come the moment it has them. (A whole body is parsed here: `finish` reads it.)
+            tracker.finish()
             telemetry.response(reading, time.time())
         await relay.finish(request)
         status = "ok" if upstream.status < 400 else "error"

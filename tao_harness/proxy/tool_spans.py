@@ -94,11 +94,10 @@ class ToolSpans:
             else:
                 continue
             del calls[call_id]
-            ends.append(ToolEnd(session=session, call_id=call_id, at=max(at, call.started_at), status=status,
-                                exit_code=exit_code, source="proxy"))
+            ended_at = max(at, call.started_at)
+            ends.append(ToolEnd(session=session, call_id=call_id, at=ended_at, duration_s=ended_at - call.started_at,
+                                status=status, exit_code=exit_code, source="proxy"))
         if not calls:
             del self._open[session]
         return ends
 
-    def forget(self, session: str) -> None:
-        self._open.pop(session, None)

@@ -113,6 +113,7 @@ class UsageTracker:
         return self.first_token_seen and not before
 
     def finish(self) -> Usage:
+        """The usage, once the rest of the bytes are read; calling it again reads nothing more."""
         if self._streaming:
             if self._buffer.strip():
                 self._on_event(bytes(self._buffer))

@@ -1,0 +1,69 @@
+"""Sessions told apart by their conversation (proxy.conversation)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tao_harness.proxy.conversation import Conversations
+from tao_harness.proxy.turns import ToolCall, Turn
+
+SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
+TASK = {"role": "user", "content": "Fix the failing test."}
+
+
+def _reply(call_id: str) -> Turn:
+    return Turn("I will run the tests.", (ToolCall(call_id, "bash", {"command": "pytest"}),))
+
+
+def _sent_back(call_id: str) -> list[dict[str, Any]]:
+    """The reply as a client sends it back, in its own form, and the tool's result."""
+    return [{"role": "assistant", "content": " I will run the tests.\n", "reasoning_content": "hmm",
+             "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": call_id, "content": "1 failed"}]
+
+
+def _turn(book: Conversations, messages: list[dict[str, Any]], reply: Turn) -> str:
+    session, key, _ = book.begin(messages)
+    book.answered(session, key, reply)
+    book.end(session)
+    return session
+
+
+def test_interleaved_conversations_with_identical_starts_stay_apart() -> None:
+    book = Conversations()
+    first = [book.begin([SYSTEM, TASK]) for _ in range(3)]  # three threads send the same first request at once
+    sessions = [session for session, _, new in first]
+    assert len(set(sessions)) == 3 and all(new for _, _, new in first)
+    for (session, key, _), call in zip(first, ("call_a", "call_b", "call_c")):
+        book.answered(session, key, _reply(call))
+        book.end(session)
+    histories = {call: [SYSTEM, TASK, *_sent_back(call)] for call in ("call_a", "call_b", "call_c")}
+    for round_ in range(3):  # their later requests arrive in any order, over any connection
+        for call, session in sorted(zip(("call_a", "call_b", "call_c"), sessions), reverse=round_ % 2 == 1):
+            following = f"{call}-{round_}"
+            assert _turn(book, histories[call], _reply(following)) == session
+            histories[call] = [*histories[call], *_sent_back(following)]
+
+
+def test_a_reply_sent_back_in_another_form_still_continues_its_session_by_the_request_key() -> None:
+    book = Conversations()
+    session = _turn(book, [TASK], _reply("call_1"))
+    rewritten = [TASK, {"role": "assistant", "content": "(summary of what I did)"}, {"role": "user", "content": "go on"}]
+    again, _, new = book.begin(rewritten)
+    assert (again, new) == (session, False)
+
+
+def test_a_retry_stays_in_its_session_and_cache_markers_do_not_matter() -> None:
+    book = Conversations()
+    marked = {"role": "user", "content": [{"type": "text", "text": "Fix it.", "cache_control": {"type": "ephemeral"}}]}
+    session, _, _ = book.begin([marked])
+    book.end(session)  # the client gave up on it (an error) and sends it again
+    retry, _, new = book.begin([{"role": "user", "content": [{"type": "text", "text": "Fix it."}]}])
+    assert (retry, new) == (session, False)
+
+
+def test_keys_past_the_limit_are_forgotten_oldest_first() -> None:
+    book = Conversations(max_keys=2)
+    old = _turn(book, [{"role": "user", "content": "one"}], _reply("a"))
+    _turn(book, [{"role": "user", "content": "two"}], _reply("b"))
+    assert book.begin([{"role": "user", "content": "one"}, *_sent_back("a")])[0] != old
