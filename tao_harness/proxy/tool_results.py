@@ -7,9 +7,10 @@ history was read when it was the tail). mini-SWE-agent's text-based actions have
 comes back as the user message's text.
 
 The outcome (`outcome`): what the harnesses write into a result, checked with the real CLIs —
-Claude Code `"Exit code 3"` / `"Command timed out after 3s"` (with `is_error`), mini-SWE-agent
-`<returncode>3</returncode>` and "timed out and has been killed", OpenCode "terminated command after
-exceeding timeout", Codex `Exit code: 3`. Without any of these, `is_error` decides.
+Claude Code `"Exit code 3"` / `"Command timed out after 3s"` (with `is_error`), mini-SWE-agent's JSON
+observation `{"returncode": 3, ...}` ("Command '...' timed out after 5 seconds" in its exception) or, in
+its text-based configs, `<returncode>3</returncode>` and "timed out and has been killed", OpenCode
+"terminated command after exceeding timeout", Codex `Exit code: 3`. Without any of these, `is_error` decides.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from tao_harness.proxy.usage import ApiKind
 # Only the head of a result is searched for its outcome: harnesses put it first (or it is short), and a
 # long output must not cost a long search.
 OUTCOME_HEAD_CHARS = 4096
-_EXIT = re.compile(r"(?:^|\n)\s*Exit code:? (-?\d+)|<returncode>(-?\d+)</returncode>", re.IGNORECASE)
-_TIMED_OUT = re.compile(r"Command timed out|timed out and has been killed|exceeding timeout", re.IGNORECASE)
+_EXIT = re.compile(r'(?:^|\n)\s*Exit code:? (-?\d+)|<returncode>(-?\d+)</returncode>|^\s*\{\s*"returncode": (-?\d+)',
+                   re.IGNORECASE)
+_TIMED_OUT = re.compile(r"timed out after \d|timed out and has been killed|exceeding timeout", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +105,7 @@ def read_results(body: Any, api: ApiKind) -> Results | None:
 def outcome(text: str, is_error: bool | None) -> tuple[ToolStatus, int | None]:
     """(status, exit code) a result's text and error flag tell (see the module's doc)."""
     found = _EXIT.search(text)
-    code = int(found.group(1) or found.group(2)) if found is not None else None
+    code = int(next(group for group in found.groups() if group is not None)) if found is not None else None
     code = code if code is not None and code >= 0 else None  # mini-SWE-agent's -1: no exit code
     if _TIMED_OUT.search(text):
         return "timeout", code

@@ -13,6 +13,9 @@ from tao_harness.proxy.tool_results import ToolResult, outcome, read_results
     ("Exit code 124", True, ("timeout", 124)),  # GNU timeout
     ("<returncode>3</returncode>\n<output>\n</output>", None, ("error", 3)),  # mini-SWE-agent
     ("<returncode>-1</returncode>\nThe last command timed out and has been killed.", None, ("timeout", None)),
+    ('{\n  "returncode": 3,\n  "output": ""\n}', None, ("error", 3)),  # mini-SWE-agent 2's tool observation
+    ('{"returncode": -1, "output": "", "exception_info": "An error occurred while executing the command: '
+     "Command 'sleep 10' timed out after 5 seconds\"}", None, ("timeout", None)),
     ("Exit code: 0\nWall time: 0.1 seconds", None, ("ok", 0)),  # Codex
     ("bash tool terminated command after exceeding timeout 2000 ms", None, ("timeout", None)),  # OpenCode
     ("Exit code 0", True, ("error", 0)),  # the harness called it a failure
