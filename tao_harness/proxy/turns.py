@@ -64,6 +64,15 @@ class _Partial:
     start_input: Any = None
 
 
+def _first_choice(message: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """The first choice's `delta` (a stream's chunk) or `message` (a whole body), if it is an object."""
+    choices = message.get("choices")
+    if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)):
+        return None
+    found = choices[0].get(key)
+    return found if isinstance(found, dict) else None
+
+
 def _arguments(text: str, fallback: Any) -> dict[str, Any]:
     if not text:
         return fallback if isinstance(fallback, dict) else {}
@@ -111,11 +120,9 @@ class TurnReader:
 
     def _event(self, message: dict[str, Any]) -> None:
         if self._api == "openai":
-            choices = message.get("choices")
-            if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-                delta = choices[0].get("delta")
-                if isinstance(delta, dict):
-                    self._openai_message(delta, streamed=True)
+            delta = _first_choice(message, "delta")
+            if delta is not None:
+                self._openai_message(delta, streamed=True)
             return
         kind = message.get("type")
         if kind == "content_block_delta":
@@ -134,11 +141,9 @@ class TurnReader:
 
     def _body(self, message: dict[str, Any]) -> None:
         if self._api == "openai":
-            choices = message.get("choices")
-            if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-                body = choices[0].get("message")
-                if isinstance(body, dict):
-                    self._openai_message(body, streamed=False)
+            body = _first_choice(message, "message")
+            if body is not None:
+                self._openai_message(body, streamed=False)
             return
         content = message.get("content")
         if isinstance(content, list):

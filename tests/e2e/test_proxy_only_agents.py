@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import threading
 import time
@@ -33,15 +32,15 @@ from sqlalchemy import select
 
 from tao_harness.config import ReplicaConfig, load_config
 from tao_harness.coordinator.embedded import EmbeddedCluster
-from tao_harness.outcomes import status_of_exit
 from tao_harness.replica.app import build_app as build_replica
 from tao_harness.replica.scenario import load_scenario
 from tao_harness.serving import start_site
 from tao_harness.store.engine import open_store
 from tao_harness.store.models import ToolCall
 
-from .agent_env import AGENT_ENV
-from .test_telemetry_truth import AGENTS_BIN, CLOCK_SLACK_S, MINI_BIN, MINI_TIMEOUT_S, RUN_TIMEOUT_S, TASK, _installed
+from .agent_env import agent_environment, run_agent
+from .test_telemetry_truth import (AGENTS_BIN, CLOCK_SLACK_S, MINI_BIN, MINI_TIMEOUT_S, RUN_TIMEOUT_S, TASK,
+                                   _expected_status, _installed)
 from .transcripts import SeenCall, Transcript, claude_stream, mini_trajectory, opencode_json
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -94,30 +93,9 @@ def _transcript(agent: Agent, directory: Path) -> Transcript:
     return mini_trajectory(directory / "trajectory.json")
 
 
-def _environment(directory: Path, agent: Agent) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("TAO_", "ANTHROPIC_", "OPENAI_", "OPENCODE_", "CLAUDE"))
-           and key not in ("ENABLE_TOOL_SEARCH", "PYTHONPATH")}
-    home = directory / "home"
-    home.mkdir()
-    env.update({"HOME": str(home), "XDG_DATA_HOME": str(home / "data"), "XDG_STATE_HOME": str(home / "state"),
-                "XDG_CONFIG_HOME": str(home / "config"), "XDG_CACHE_HOME": str(home / "cache"), **AGENT_ENV,
-                **agent.env})
-    return env
-
-
 async def _run(agent: Agent, directory: Path) -> tuple[int, str]:
     directory.mkdir()
-    with (directory / "stdout.jsonl").open("wb") as stdout, (directory / "stderr.txt").open("wb") as stderr:
-        process = await asyncio.create_subprocess_exec(
-            *agent.argv, stdin=asyncio.subprocess.DEVNULL, stdout=stdout, stderr=stderr, cwd=directory,
-            env=_environment(directory, agent))
-        try:
-            code = await asyncio.wait_for(process.wait(), RUN_TIMEOUT_S)
-        finally:
-            if process.returncode is None:
-                process.kill()
-    return code, (directory / "stderr.txt").read_text(errors="replace")
+    return await run_agent(agent.argv, directory, agent_environment(directory, agent.env), RUN_TIMEOUT_S)
 
 
 def _python_loop(client: openai.OpenAI, seen: Transcript) -> None:
@@ -189,14 +167,6 @@ async def _run_all(root: Path) -> tuple[list[Outcome], dict[str, str | None]]:
     return outcomes, identities
 
 
-def _expected(seen: SeenCall) -> str:
-    if seen.timed_out:
-        return "timeout"
-    if seen.exit_code is not None:
-        return status_of_exit(seen.exit_code)
-    return "error" if seen.failed else "ok"
-
-
 def _check(outcome: Outcome, identities: dict[str, str | None]) -> list[str]:
     """Problems with one agent's calls (empty: all recorded, under its one session, with their outcome)."""
     calls = list(outcome.seen.calls.values())
@@ -225,9 +195,9 @@ def _check(outcome: Outcome, identities: dict[str, str | None]) -> list[str]:
         # An exit code 0 that the harness does not write into the result (Claude Code, OpenCode) is unknown.
         shown = row.exit_code is not None or (seen.exit_code not in (None, 0) and outcome.shows_exit_codes)
         hidden = seen.exit_code is not None and not seen.timed_out and not outcome.shows_exit_codes
-        if (row.status != _expected(seen) and not hidden) or (shown and row.exit_code != seen.exit_code):
+        if (row.status != _expected_status(seen) and not hidden) or (shown and row.exit_code != seen.exit_code):
             problems.append(f"{outcome.name} {seen.command!r}: recorded {row.status}/{row.exit_code}, "
-                            f"agent saw {_expected(seen)}/{seen.exit_code}")
+                            f"agent saw {_expected_status(seen)}/{seen.exit_code}")
         if seen.timed_out and row.status != "timeout":
             problems.append(f"{outcome.name} {seen.command!r}: a timeout recorded as {row.status}")
         if seen.failed and row.status == "ok" and outcome.shows_exit_codes:
@@ -249,6 +219,6 @@ def test_agents_through_the_proxy_alone_have_every_call_recorded(tmp_path: Path)
             row = outcome.rows.get(seen.call_id)
             recorded = "MISSING" if row is None else (
                 f"{row.status}/{row.exit_code} {row.duration_s}s timeout {row.timeout_s} {row.session_id}")
-            print(f"{outcome.name:<18} {str(seen.command)[:40]:<40} seen {_expected(seen)}/{seen.exit_code} "
+            print(f"{outcome.name:<18} {str(seen.command)[:40]:<40} seen {_expected_status(seen)}/{seen.exit_code} "
                   f"deadline {seen.deadline_s} | recorded {recorded}")
     assert not problems, "\n".join(problems)

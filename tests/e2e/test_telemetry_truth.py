@@ -20,7 +20,6 @@ All in one test, so `make test`'s xdist workers run the agents once; it prints t
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import sys
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ from tao_harness.serving import start_site
 from tao_harness.store.engine import open_store
 from tao_harness.store.models import LLMRequest, ToolCall
 
-from .agent_env import AGENT_ENV
+from .agent_env import agent_environment, run_agent
 from .transcripts import SeenCall, SeenJob, Transcript, claude_stream, mini_trajectory, opencode_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -117,36 +116,11 @@ def _installed() -> bool:
     return (AGENTS_BIN / "claude").exists() and (AGENTS_BIN / "opencode").exists() and (MINI_BIN / "mini").exists()
 
 
-def _environment(directory: Path, agent: Agent) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("TAO_", "ANTHROPIC_", "OPENAI_", "OPENCODE_", "CLAUDE"))
-           and key not in ("ENABLE_TOOL_SEARCH", "PYTHONPATH")}
-    home = directory / "home"
-    home.mkdir()
-    env.update({
-        "HOME": str(home), "XDG_DATA_HOME": str(home / "data"), "XDG_STATE_HOME": str(home / "state"),
-        "XDG_CONFIG_HOME": str(home / "config"), "XDG_CACHE_HOME": str(home / "cache"), **AGENT_ENV,
-    })
-    env.update(agent.env)
-    return env
-
-
 async def _run(agent: Agent, directory: Path, coordinator: str, proxy: str) -> tuple[int, str]:
     directory.mkdir()
-    stdout = (directory / "stdout.jsonl").open("wb")
-    stderr = (directory / "stderr.txt").open("wb")
-    with stdout, stderr:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tao_harness.cli.run", "--coordinator", coordinator, "--proxy", proxy,
-            "--session", f"truth-{agent.name}", "--harness", agent.harness, "--", *agent.argv(directory),
-            stdin=asyncio.subprocess.DEVNULL, stdout=stdout, stderr=stderr, cwd=directory,
-            env=_environment(directory, agent))
-        try:
-            code = await asyncio.wait_for(process.wait(), RUN_TIMEOUT_S)
-        finally:
-            if process.returncode is None:
-                process.kill()
-    return code, (directory / "stderr.txt").read_text(errors="replace")
+    argv = [sys.executable, "-m", "tao_harness.cli.run", "--coordinator", coordinator, "--proxy", proxy,
+            "--session", f"truth-{agent.name}", "--harness", agent.harness, "--", *agent.argv(directory)]
+    return await run_agent(argv, directory, agent_environment(directory, agent.env), RUN_TIMEOUT_S)
 
 
 async def _run_all(root: Path) -> dict[str, Session]:
