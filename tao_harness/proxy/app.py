@@ -45,6 +45,7 @@ GENERATION_PATHS: dict[str, ApiKind] = {
     "/v1/chat/completions": "openai",
     "/v1/completions": "openai",
     "/v1/messages": "anthropic",
+    "/v1/responses": "responses",
 }
 HOP_BY_HOP = frozenset(
     h.lower() for h in ("Host", "Content-Length", "Connection", "Keep-Alive", "Transfer-Encoding", "TE",
@@ -162,7 +163,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
     telemetry = state.telemetry if api is not None else None
     conversation: bytes | None = None
     if telemetry is not None and api is not None:
-        identity, conversation = telemetry.identify(identity, body)
+        identity, conversation = telemetry.identify(identity, body, api)
         telemetry.request(identity.session, body, api, started)  # before its admission: the tools ended
     if identity.source == "connection":
         log.warning("no session id on %s %s; using one session per connection (%s)",

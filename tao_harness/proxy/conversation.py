@@ -35,6 +35,9 @@ from tao_harness.proxy.usage import ApiKind
 # Digests remembered, least recently used forgotten first (two per request: ~100 bytes each).
 MAX_KEYS = 65536
 _ROOT = b"tao-conversation"
+# Content parts that are text: Anthropic's and chat's `text`, the Responses API's input and output text.
+_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+_CALL_ITEMS = frozenset({"function_call", "custom_tool_call"})
 
 
 def _digest(previous: bytes, part: str) -> bytes:
@@ -47,7 +50,7 @@ def _block_part(block: Any) -> str:
     if not isinstance(block, dict):
         return ""
     kind = block.get("type")
-    if kind == "text":
+    if kind in _TEXT_PARTS:
         text = block.get("text")
         return text.strip() if isinstance(text, str) else ""
     if kind == "tool_use":
@@ -74,6 +77,41 @@ def message_part(message: Any) -> str:
     if isinstance(message.get("tool_call_id"), str):
         text += f"\x00result:{message['tool_call_id']}"
     return f"{message.get('role')}\x00{text}"
+
+
+def conversation_messages(body: Any, api: ApiKind) -> list[Any] | None:
+    """The request's conversation as a message list, None without one: its `messages`, or a Responses
+    `input`, whose items of one reply (its message and calls; reasoning left out) become one assistant
+    message, as `turn_part` sees the reply."""
+    if not isinstance(body, dict):
+        return None
+    if api != "responses":
+        messages = body.get("messages")
+        return messages if isinstance(messages, list) and messages else None
+    items = body.get("input")
+    if isinstance(items, str):
+        return [{"role": "user", "content": items}]
+    if not isinstance(items, list) or not items:
+        return None
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if not isinstance(item, dict) or item.get("type") == "reasoning":
+            continue
+        reply = out[-1] if out and out[-1]["role"] == "assistant" else None
+        if item.get("type") in _CALL_ITEMS or item.get("role") == "assistant":
+            if reply is None:
+                reply = {"role": "assistant", "content": [], "tool_calls": []}
+                out.append(reply)
+            if item.get("type") in _CALL_ITEMS:
+                reply["tool_calls"].append({"id": item.get("call_id")})
+            else:
+                content = item.get("content")
+                reply["content"] += content if isinstance(content, list) else [content]
+        elif item.get("type") in ("function_call_output", "custom_tool_call_output"):
+            out.append({"role": "tool", "tool_call_id": item.get("call_id")})
+        else:
+            out.append({"role": item.get("role"), "content": item.get("content")})
+    return out
 
 
 def turn_part(turn: Turn) -> str:

@@ -4,7 +4,8 @@ First match wins, most explicit first:
 1. `X-TAO-Session` header (set by `tao-run` and the shims);
 2. path prefix `/s/{session}/...` (for clients that can only change the base URL);
 3. `X-Claude-Code-Session-Id` (Claude Code; equals its hooks' `session_id`);
-4. `X-Session-ID`, then `x-session-affinity` (OpenCode, vllm-router style clients);
+4. `X-Session-ID`, then `x-session-affinity` (OpenCode, vllm-router style clients), then `session-id`
+   (the Codex CLI);
 5. body `metadata.session_id`, `metadata.program_id` / top-level `program_id`, then `user`
    (OpenAI) or `metadata.user_id` (Anthropic);
 6. none: the caller tells the session by its conversation (proxy.conversation: the chain of digests of
@@ -32,6 +33,7 @@ _HEADERS: tuple[tuple[str, SessionSource], ...] = (
     ("X-Claude-Code-Session-Id", "claude-code"),
     ("X-Session-ID", "session-header"),
     ("x-session-affinity", "session-header"),
+    ("session-id", "session-header"),
 )
 
 

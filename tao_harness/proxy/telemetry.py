@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tao_harness.log_summary import SummarizedWarning
-from tao_harness.proxy.conversation import Conversations
+from tao_harness.proxy.conversation import Conversations, conversation_messages
 from tao_harness.proxy.coordinator_client import CoordinatorClient
 from tao_harness.proxy.identity import SessionIdentity
 from tao_harness.proxy.tool_results import read_results
@@ -49,13 +49,15 @@ class Telemetry:
         log.debug("tool telemetry skipped a request", exc_info=exc)
         self._failed.occurred(0.0)
 
-    def identify(self, identity: SessionIdentity, body: Any) -> tuple[SessionIdentity, bytes | None]:
+    def identify(self, identity: SessionIdentity, body: Any, api: ApiKind) -> tuple[SessionIdentity, bytes | None]:
         """`identity`, or, where no rule named the session, its session by conversation and the request's
         conversation key (to pass to `reading` and `end`)."""
-        messages = body.get("messages") if isinstance(body, dict) else None
-        if identity.source != "connection" or not isinstance(messages, list) or not messages:
+        if identity.source != "connection":
             return identity, None
         try:
+            messages = conversation_messages(body, api)
+            if messages is None:
+                return identity, None
             session, key, new = self._conversations.begin(messages)
         except Exception as exc:  # noqa: BLE001 - fail open: the connection's session then
             self._skip(exc)

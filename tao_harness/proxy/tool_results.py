@@ -2,8 +2,9 @@
 
 An agent sends the results of the previous response's tool calls in its next request, after the last
 assistant message: OpenAI `{"role": "tool", "tool_call_id", "content"}` messages, Anthropic `tool_result`
-blocks (`tool_use_id`, `is_error`, `content`) in the user message. Only that tail is read (the earlier
-history was read when it was the tail). mini-SWE-agent's text-based actions have no id: their output
+blocks (`tool_use_id`, `is_error`, `content`) in the user message, Responses `function_call_output`
+(and `custom_tool_call_output`) input items (`call_id`, `output`) after the call items. Only that tail
+is read (the earlier history was read when it was the tail). mini-SWE-agent's text-based actions have no id: their output
 comes back as the user message's text.
 
 The outcome (`outcome`): what the harnesses write into a result, checked with the real CLIs —
@@ -25,8 +26,8 @@ from tao_harness.proxy.usage import ApiKind
 # Only the head of a result is searched for its outcome: harnesses put it first (or it is short), and a
 # long output must not cost a long search.
 OUTCOME_HEAD_CHARS = 4096
-_EXIT = re.compile(r'(?:^|\n)\s*Exit code:? (-?\d+)|<returncode>(-?\d+)</returncode>|^\s*\{\s*"returncode": (-?\d+)',
-                   re.IGNORECASE)
+_EXIT = re.compile(r'(?:^|\n)\s*Exit code:? (-?\d+)|<returncode>(-?\d+)</returncode>|^\s*\{\s*"returncode": (-?\d+)'
+                   r"|(?:^|\n)Process exited with code (-?\d+)", re.IGNORECASE)
 _TIMED_OUT = re.compile(r"timed out after \d|timed out and has been killed|exceeding timeout", re.IGNORECASE)
 
 
@@ -68,8 +69,42 @@ def _named(message: dict[str, Any], api: ApiKind) -> list[str]:
             and isinstance(b.get("id"), str)] if isinstance(content, list) else []
 
 
+# Responses input items the model produced (a reply's), and the results that answer its calls.
+_REPLY_ITEMS = frozenset({"function_call", "custom_tool_call", "reasoning"})
+_OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
+
+
+def _is_reply_item(item: Any) -> bool:
+    return isinstance(item, dict) and (item.get("type") in _REPLY_ITEMS or item.get("role") == "assistant")
+
+
+def _responses_results(items: list[Any]) -> Results:
+    """The results after the last reply item, and the calls of the reply they follow."""
+    tail = len(items)
+    while tail and not _is_reply_item(items[tail - 1]):
+        tail -= 1
+    start = tail
+    while start and _is_reply_item(items[start - 1]):
+        start -= 1
+    named = [item["call_id"] for item in items[start:tail]
+             if item.get("type") in _REPLY_ITEMS and isinstance(item.get("call_id"), str)]
+    by_id: dict[str, ToolResult] = {}
+    texts: list[str] = []
+    for item in items[tail:]:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") in _OUTPUT_ITEMS and isinstance(item.get("call_id"), str):
+            by_id[item["call_id"]] = ToolResult(None, _text(item.get("output")))
+        elif item.get("role") == "user":
+            texts.append(_text(item.get("content")))
+    return Results(by_id, "\n".join(texts)[:OUTCOME_HEAD_CHARS], frozenset(named))
+
+
 def read_results(body: Any, api: ApiKind) -> Results | None:
     """The results after the last assistant message; None when the body has no message list."""
+    if api == "responses":
+        items = body.get("input") if isinstance(body, dict) else None
+        return _responses_results(items) if isinstance(items, list) else None
     messages = body.get("messages") if isinstance(body, dict) else None
     if not isinstance(messages, list):
         return None

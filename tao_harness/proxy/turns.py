@@ -6,7 +6,10 @@ both), or the whole JSON body at the end:
   name come in the first piece, the JSON arguments in string chunks after it); a body's
   `message.tool_calls[]`;
 - Anthropic messages: `content_block_start` of a `tool_use` block (id, name), its `input_json_delta`
-  chunks, `text_delta` text; a body's `content[]` blocks.
+  chunks, `text_delta` text; a body's `content[]` blocks;
+- OpenAI Responses: each `response.output_item.done` item (a `function_call` with `call_id`, `name`
+  and its whole `arguments`, a `custom_tool_call` with its `input`, an assistant `message`); a body's
+  `output[]` items.
 Only the first choice counts (agents ask for one). Anything it cannot read is skipped, never raised: the
 reader is on the proxied response's path. Arguments that are not a JSON object read as `{}`.
 
@@ -125,6 +128,10 @@ class TurnReader:
                 self._openai_message(delta, streamed=True)
             return
         kind = message.get("type")
+        if self._api == "responses":
+            if kind == "response.output_item.done":
+                self._responses_item(message.get("item"))
+            return
         if kind == "content_block_delta":
             delta = message.get("delta")
             if not isinstance(delta, dict):
@@ -144,6 +151,11 @@ class TurnReader:
             body = _first_choice(message, "message")
             if body is not None:
                 self._openai_message(body, streamed=False)
+            return
+        if self._api == "responses":
+            output = message.get("output")
+            for item in output if isinstance(output, list) else ():
+                self._responses_item(item)
             return
         content = message.get("content")
         if isinstance(content, list):
@@ -170,6 +182,23 @@ class TurnReader:
                     partial.name = function["name"]
                 if isinstance(function.get("arguments"), str):
                     partial.arguments.append(function["arguments"])
+
+    def _responses_item(self, item: Any) -> None:
+        if not isinstance(item, dict):
+            return
+        kind = item.get("type")
+        if kind == "message":
+            content = item.get("content")
+            for part in content if isinstance(content, list) else ():
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    self._text.append(part["text"])
+        elif kind in ("function_call", "custom_tool_call"):
+            partial = _Partial(str(item.get("call_id") or ""), str(item.get("name") or ""))
+            if kind == "function_call" and isinstance(item.get("arguments"), str):
+                partial.arguments.append(item["arguments"])
+            elif kind == "custom_tool_call":  # a freeform tool (Codex's apply_patch): its input is text
+                partial.start_input = {"input": item.get("input")}
+            self._calls[len(self._calls)] = partial
 
     def _anthropic_block(self, block: Any, index: Any) -> None:
         if not isinstance(block, dict) or not isinstance(index, int):

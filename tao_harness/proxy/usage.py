@@ -6,7 +6,9 @@ a plain JSON body it parses once at the end. Missing usage fields mean "unknown"
 (vLLM omits `prompt_tokens_details` unless `--enable-prompt-tokens-details`, and when the hit is 0).
 
 Anthropic's `input_tokens` excludes cache reads and writes, so its prompt size is
-`input_tokens + cache_read_input_tokens + cache_creation_input_tokens`.
+`input_tokens + cache_read_input_tokens + cache_creation_input_tokens`. The OpenAI Responses API (the
+Codex CLI's) reports `input_tokens` (the whole prompt), `input_tokens_details.cached_tokens` and
+`output_tokens` in the response that `response.completed` carries; its content comes as `*.delta` events.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any, Literal, Protocol
 
 from tao_harness import fastjson
 
-ApiKind = Literal["openai", "anthropic"]
+ApiKind = Literal["openai", "anthropic", "responses"]
+# Events that end a Responses stream (the response they carry has its usage).
+_RESPONSE_ENDS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +60,15 @@ def _anthropic_usage(usage: Any, previous: Usage) -> Usage:
         read if read is not None else previous.cached_tokens,
         completion if completion is not None else previous.completion_tokens,
     )
+
+
+def _responses_usage(response: Any) -> Usage | None:
+    usage = response.get("usage") if isinstance(response, dict) else None
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("input_tokens_details")
+    cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
+    return Usage(_int(usage.get("input_tokens")), cached, _int(usage.get("output_tokens")))
 
 
 def _openai_has_content(chunk: dict[str, Any]) -> bool:
@@ -154,6 +167,13 @@ class UsageTracker:
                 self.first_token_seen = True
             return
         kind = message.get("type")
+        if self._api == "responses":
+            if isinstance(kind, str) and kind.endswith(".delta"):
+                self.first_token_seen = True
+            elif kind in _RESPONSE_ENDS:
+                self.usage = _responses_usage(message.get("response")) or self.usage
+                self.complete = True
+            return
         if kind == "message_start" and isinstance(message.get("message"), dict):
             self.usage = _anthropic_usage(message["message"].get("usage"), self.usage)
         elif kind == "message_delta":
@@ -177,5 +197,7 @@ class UsageTracker:
             self._turn.on_body(message)
         if self._api == "openai":
             self.usage = _openai_usage(message.get("usage")) or self.usage
+        elif self._api == "responses":
+            self.usage = _responses_usage(message) or self.usage
         else:
             self.usage = _anthropic_usage(message.get("usage"), self.usage)

@@ -1,4 +1,4 @@
-"""The generation endpoints: OpenAI chat/completions and Anthropic messages, streamed or whole.
+"""The generation endpoints: OpenAI chat/completions and responses, Anthropic messages, streamed or whole.
 
 Each handler parses its API's body into a `ChatRequest`, asks the scripted agent for the reply, renders
 prompt and reply to token ids, and runs them on the chosen rank; the API's formatter turns the generated
@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ValidationError, model_validator
 
-from tao_harness.replica import anthropic_format, openai_format, tokenizer
+from tao_harness.replica import anthropic_format, openai_format, responses_format, tokenizer
 from tao_harness.replica.agent import continue_reply, reasoning_text, script_reply
 from tao_harness.replica.chat import (ChatRequest, Progress, Reply, ReplyFormatter, ReplyToken, Usage,
                                      WireModel)
@@ -230,13 +230,26 @@ async def messages(request: web.Request) -> web.StreamResponse:
     if not chat.stream:
         return web.json_response(formatter.message(await run.collect(formatter)))
 
-    def encode(step: Progress) -> list[bytes]:
-        return [
-            f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
-            for name, data in formatter.stream_events(step)
-        ]
+    return await _stream(request, run.start(), lambda step: [_event(*e) for e in formatter.stream_events(step)])
 
-    return await _stream(request, run.start(), encode)
+
+async def responses(request: web.Request) -> web.StreamResponse:
+    """OpenAI Responses (the Codex CLI's only API): the scripted agent's reply as output items."""
+    body = await read_body(request, responses_format.ResponsesBody)
+    chat = responses_format.parse_responses(body, request_id(request))
+    check_model(request, chat.model)
+    scenario = request.app[SCENARIO]
+    run = await _Run.prepare(request, chat,
+                             lambda: (script_reply(chat, scenario, responses_format.TOOL_CALL_ID_PREFIX), 0))
+    formatter = responses_format.ResponsesFormatter(chat, run.reply.tool_calls, run.truncated)
+    if not chat.stream:
+        return web.json_response(formatter.response(await run.collect(formatter)))
+    return await _stream(request, run.start(), lambda step: [_event(*e) for e in formatter.stream_events(step)])
+
+
+def _event(name: str, data: dict[str, Any]) -> bytes:
+    """A named server-sent event (Anthropic's and the Responses API's streams)."""
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
 class TokenizeBody(WireModel):
