@@ -2,11 +2,11 @@
 own transcripts show is recorded from the traffic, under the right session.
 
 Four agent sessions at once play the `telemetry-cases` scenario on an emulated replica — Claude Code
-with Monitor offered directly and with its default deferred tools, OpenCode, mini-SWE-agent (environment
-timeout 5 s) — beside three sessions of one Python process whose threads share one `openai` client (a
-home-grown loop: no session header, results as "Exit code: N"). Claude Code names its session in a
-header, OpenCode in `x-session-affinity`; mini-SWE-agent and the Python threads name it nowhere and are
-told apart by their conversations.
+(Monitor offered directly), OpenCode, mini-SWE-agent (environment timeout 5 s) and the Codex CLI (the
+Responses API; it has no shim at all) — beside three sessions of one Python process whose threads share
+one `openai` client (a home-grown loop: no session header, results as "Exit code: N"). Claude Code names
+its session in a header, OpenCode in `x-session-affinity`, Codex in `session-id`; mini-SWE-agent and the
+Python threads name it nowhere and are told apart by their conversations.
 
 Per call: recorded under the agent's session, with the outcome the traffic shows (exit codes and
 timeouts where the harness writes them into the result), and a span that contains what the agent saw
@@ -41,7 +41,7 @@ from tao_harness.store.models import ToolCall
 from .agent_env import agent_environment, run_agent
 from .test_telemetry_truth import (AGENTS_BIN, CLOCK_SLACK_S, MINI_BIN, MINI_TIMEOUT_S, RUN_TIMEOUT_S, TASK,
                                    _expected_status, _installed)
-from .transcripts import SeenCall, Transcript, claude_stream, mini_trajectory, opencode_json
+from .transcripts import SeenCall, Transcript, claude_stream, codex_json, mini_trajectory, opencode_json
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -69,10 +69,13 @@ def _agents(proxy: str) -> tuple[Agent, ...]:
     opencode_config = {"autoupdate": False, "share": "disabled", "model": "tao/m", "provider": {"tao": {
         "npm": "@ai-sdk/openai-compatible", "name": "proxy", "options": {"baseURL": proxy + "/v1"},
         "models": {"m": {}}}}}
+    codex = (str(AGENTS_BIN / "codex"), "exec", "--json", "--skip-git-repo-check", "--sandbox", "danger-full-access",
+             "-c", 'model="m"', "-c", 'model_provider="tao"', "-c", 'model_providers.tao.name="proxy"',
+             "-c", f'model_providers.tao.base_url="{proxy}/v1"', "-c", 'model_providers.tao.env_key="OPENAI_API_KEY"',
+             "-c", 'model_providers.tao.wire_api="responses"', TASK)
     return (
         Agent("claude", claude, {"ANTHROPIC_BASE_URL": proxy, "ENABLE_TOOL_SEARCH": "false"}, "claude",
               "claude-code"),
-        Agent("claude-toolsearch", claude, {"ANTHROPIC_BASE_URL": proxy}, "claude", "claude-code"),
         Agent("opencode", (str(AGENTS_BIN / "opencode"), "run", "--model", "tao/m", "--format", "json",
                            "--dangerously-skip-permissions", "--", TASK),
               {"OPENCODE_CONFIG_CONTENT": json.dumps(opencode_config)}, "opencode", "session-header",
@@ -82,6 +85,7 @@ def _agents(proxy: str) -> tuple[Agent, ...]:
                        "-c", f"model.model_kwargs.api_base={proxy}/v1", "-c", "model.model_kwargs.api_key=dummy"),
               {"MSWEA_COST_TRACKING": "ignore_errors", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}, "mini",
               "conversation"),
+        Agent("codex", codex, {}, "codex", "session-header"),
     )
 
 
@@ -90,6 +94,8 @@ def _transcript(agent: Agent, directory: Path) -> Transcript:
         return claude_stream(directory / "stdout.jsonl")
     if agent.read == "opencode":
         return opencode_json(directory / "stdout.jsonl")
+    if agent.read == "codex":
+        return codex_json(directory / "stdout.jsonl")
     return mini_trajectory(directory / "trajectory.json")
 
 
@@ -130,7 +136,7 @@ def _python_loop(client: openai.OpenAI, seen: Transcript) -> None:
 class Outcome:
     name: str
     seen: Transcript
-    rows: dict[str, ToolCall]
+    rows: dict[str, ToolCall]  # every recorded row, by the key the agent's transcript names its calls by
     identified_by: str
     code: int = 0
     stderr: str = ""
@@ -160,9 +166,14 @@ async def _run_all(root: Path) -> tuple[list[Outcome], dict[str, str | None]]:
             identities = {row.session_id: cluster.coordinator.identified_by(row.session_id) for row in rows.values()}
     finally:
         await replica.cleanup()
-    outcomes = [Outcome(agent.name, _transcript(agent, root / agent.name) if code == 0 else Transcript(), rows,
-                        agent.identified_by, code, stderr, agent.shows_exit_codes)
-                for agent, (code, stderr) in zip(agents, results)]
+    outcomes = []
+    for agent, (code, stderr) in zip(agents, results):
+        seen = _transcript(agent, root / agent.name) if code == 0 else Transcript()
+        keyed = rows
+        if agent.read == "codex":  # its transcript has item ids of its own: its calls are found by command
+            codex_rows = {row.command: row for row in rows.values() if row.harness == "codex"}
+            keyed = rows | {c.call_id: codex_rows[c.command] for c in seen.calls.values() if c.command in codex_rows}
+        outcomes.append(Outcome(agent.name, seen, keyed, agent.identified_by, code, stderr, agent.shows_exit_codes))
     outcomes += [Outcome(f"python-thread-{index}", seen, rows, "conversation") for index, seen in enumerate(loops)]
     return outcomes, identities
 
@@ -180,7 +191,8 @@ def _check(outcome: Outcome, identities: dict[str, str | None]) -> list[str]:
         return [f"{outcome.name}: calls under several sessions {sessions}"]
     [session] = sessions
     problems = []
-    others = {row.id for row in outcome.rows.values() if row.session_id == session} - {c.call_id for c in calls}
+    others = {row.id for row in outcome.rows.values() if row.session_id == session} - {
+        outcome.rows[c.call_id].id for c in calls}
     if others:
         problems.append(f"{outcome.name}: rows of calls it did not make: {sorted(others)}")
     if identities.get(session) != outcome.identified_by:
