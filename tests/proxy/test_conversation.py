@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tao_harness.proxy.conversation import Conversations
+from tao_harness.proxy.conversation import Conversations, conversation_messages
 from tao_harness.proxy.turns import ToolCall, Turn
 
 SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
@@ -67,3 +67,24 @@ def test_keys_past_the_limit_are_forgotten_oldest_first() -> None:
     old = _turn(book, [{"role": "user", "content": "one"}], _reply("a"))
     _turn(book, [{"role": "user", "content": "two"}], _reply("b"))
     assert book.begin([{"role": "user", "content": "one"}, *_sent_back("a")])[0] != old
+
+
+def test_responses_items_of_one_reply_are_one_message() -> None:
+    """A Responses reply's items (message, calls; reasoning left out) are the one message its turn is: two
+    sessions with the same first request are told apart by their replies' items."""
+    book = Conversations()
+    first = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}]
+    sessions = []
+    for call_id in ("call_1", "call_2"):
+        session, key, _ = book.begin(conversation_messages({"input": first}, "responses"))  # type: ignore[arg-type]
+        sessions.append(session)
+        book.answered(session, key, Turn("Running.", (ToolCall(call_id, "exec_command", {}),)))
+    for session in sessions:
+        book.end(session)
+    assert book.begin(conversation_messages({"input": "else"}, "responses"))[0] not in sessions  # type: ignore[arg-type]
+    following = {"input": [*first, {"type": "reasoning", "encrypted_content": "x"},
+                           {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Running."}]},
+                           {"type": "function_call", "call_id": "call_2", "name": "exec_command", "arguments": "{}"},
+                           {"type": "function_call_output", "call_id": "call_2", "output": "done"}]}
+    again, _, new = book.begin(conversation_messages(following, "responses"))  # type: ignore[arg-type]
+    assert (again, new) == (sessions[1], False)  # by its reply (the request key names both sessions)

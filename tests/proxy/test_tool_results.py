@@ -54,3 +54,21 @@ def test_anthropic_tool_results_keep_is_error_and_the_user_text() -> None:
     assert results is not None and results.by_id == {"toolu_1": ToolResult(True, "Exit code 3")}
     assert results.text == "<system-reminder>x</system-reminder>" and results.named == {"toolu_1"}
     assert read_results({"messages": "no"}, "anthropic") is None and read_results([], "openai") is None
+
+
+def test_responses_results_follow_the_call_items_they_answer() -> None:
+    body = {"input": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+        {"type": "function_call", "call_id": "old", "name": "exec_command", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "old", "output": "Process exited with code 1"},
+        {"type": "reasoning", "summary": []},
+        {"type": "function_call", "call_id": "a", "name": "exec_command", "arguments": "{}"},
+        {"type": "function_call", "call_id": "b", "name": "exec_command", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "a", "output": "Chunk ID: 1\nWall time: 0.1 seconds\n"
+                                                                     "Process exited with code 3\nOutput:\n"},
+        {"type": "function_call_output", "call_id": "b", "output": [{"type": "input_text", "text": "ok"}]},
+    ]}
+    results = read_results(body, "responses")
+    assert results is not None and results.named == {"a", "b"}
+    assert set(results.by_id) == {"a", "b"} and outcome(results.by_id["a"].text, None) == ("error", 3)
+    assert results.by_id["b"] == ToolResult(None, "ok")

@@ -94,3 +94,29 @@ def test_a_text_action_is_the_one_shell_block_of_a_message_without_tool_calls() 
     two.on_body({"choices": [{"message": {"content": "```bash\nls\n```\n```bash\npwd\n```"}}]})
     assert reader.turn().text_command() == "ls -la"  # type: ignore[union-attr]
     assert two.turn().text_command() is None  # type: ignore[union-attr]  # mini-SWE-agent runs none of two
+
+
+def test_responses_stream_and_body_read_their_output_items() -> None:
+    reader = TurnReader("responses")
+    tracker = UsageTracker("responses", streaming=True, turn=reader)
+    call = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "exec_command",
+            "arguments": '{"cmd": "sleep 1"}', "status": "completed"}
+    tracker.feed(_sse(
+        {"type": "response.created", "response": {"id": "r"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": dict(call, arguments="")},
+        {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "delta": '{"cmd": "sleep 1"}'},
+        {"type": "response.output_item.done", "output_index": 0, "item": call},
+        {"type": "response.completed", "response": {"usage": {
+            "input_tokens": 90, "input_tokens_details": {"cached_tokens": 64}, "output_tokens": 7}}},
+    ))
+    usage = tracker.finish()
+    assert (usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens) == (90, 64, 7)
+    assert tracker.first_token_seen and tracker.complete
+    assert reader.turn().calls == (ToolCall("call_1", "exec_command", {"cmd": "sleep 1"}),)  # type: ignore[union-attr]
+    whole = TurnReader("responses")
+    whole.on_body({"output": [{"type": "reasoning", "summary": []},
+                              {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hi"}]},
+                              {"type": "custom_tool_call", "call_id": "call_2", "name": "apply_patch", "input": "*** Begin"}]})
+    turn = whole.turn()
+    assert turn is not None and turn.text == "Hi"
+    assert turn.calls == (ToolCall("call_2", "apply_patch", {"input": "*** Begin"}),)
