@@ -33,7 +33,9 @@ from tao_harness.replica.app import build_app as build_replica
 from tao_harness.replica.scenario import parse_scenario
 from tao_harness.serving import start_site
 from tao_harness.store.engine import open_store
-from tao_harness.store.models import ToolCall
+from tao_harness.proxy import telemetry
+from tao_harness.proxy.turns import TurnReader
+from tao_harness.store.models import LLMRequest, ToolCall
 
 SCENARIO = parse_scenario("""
 name: proxy-telemetry
@@ -209,3 +211,39 @@ async def test_a_shims_report_of_the_same_call_wins_and_nothing_counts_twice(
         assert (row.session_id, row.source, row.harness) == ("shimmed", "shim", "claude-code")
         assert (row.started_at, row.ended_at, row.duration_s, row.exit_code) == (started, ended, ended - started, code)
     await client.close()
+
+
+async def test_telemetry_that_fails_costs_the_request_nothing(cluster: tuple[EmbeddedCluster, str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in reading the traffic (here: every turn and every result read raises) loses the telemetry
+    only: answers, streamed or whole, arrive whole, and each request is still recorded with its usage."""
+    embedded, db_url = cluster
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("a bug in the reader")
+
+    monkeypatch.setattr(TurnReader, "_event", broken)
+    monkeypatch.setattr(TurnReader, "_body", broken)
+    monkeypatch.setattr(telemetry, "read_results", broken)
+    client = openai.AsyncOpenAI(base_url=embedded.proxy_url + "/v1", api_key="dummy", max_retries=0,
+                                default_headers={"X-TAO-Session": "failing"})
+    messages: list[Any] = [{"role": "user", "content": "go"}]
+    whole = await client.chat.completions.create(model="m", messages=messages, tools=[BASH])
+    [call] = whole.choices[0].message.tool_calls or []
+    messages += [whole.choices[0].message.model_dump(exclude_none=True),
+                 {"role": "tool", "tool_call_id": call.id, "content": "Exit code: 0"}]
+    pieces = [chunk async for chunk in await client.chat.completions.create(
+        model="m", messages=messages, tools=[BASH], stream=True, stream_options={"include_usage": True})]
+    assert any(c.choices and c.choices[0].finish_reason == "tool_calls" for c in pieces)
+    assert pieces[-1].usage is not None and pieces[-1].usage.prompt_tokens > 0
+    await client.close()
+    assert embedded.coordinator is not None and embedded.coordinator.writer is not None
+    deadline = time.monotonic() + WAIT_S
+    requests: list[Any] = []
+    while len(requests) < 2 and time.monotonic() < deadline:  # the last report may still be on its way
+        await asyncio.sleep(0.05)
+        embedded.coordinator.writer.flush()
+        with open_store(db_url) as store, store.engine.connect() as conn:
+            requests = list(conn.execute(select(LLMRequest).where(LLMRequest.session_id == "failing")))
+    assert len(requests) == 2 and all(r.status == "ok" and r.prompt_tokens for r in requests)
+    assert _rows(db_url) == []  # no telemetry, and nothing half-read recorded

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import aiohttp
 import openai
 
 from .conftest import StartReplica
@@ -52,3 +53,13 @@ async def test_a_scripted_session_over_the_responses_api(start_replica: StartRep
                   {"type": "function_call_output", "call_id": call.call_id, "output": "Process exited with code 0"}]
     assert commands[:3] == ["sleep 1", "exit 3", "timeout 1 sleep 5"] and len(commands) == 8
     assert max(cached[1:]) > 0  # later turns reuse the conversation's prefix
+
+
+async def test_a_bad_responses_body_is_a_400_naming_the_field(start_replica: StartReplica) -> None:
+    replica = await start_replica("telemetry-cases")
+    async with aiohttp.ClientSession() as http:
+        for body, field in (({"model": "m"}, "input"), ({"model": "m", "input": 7}, "input"),
+                            ({"model": "m", "input": "go", "tools": [{"name": "x"}]}, "tools")):
+            async with http.post(replica.url + "/v1/responses", json=body) as response:
+                assert response.status == 400
+                assert field in (await response.json())["error"]["message"]
