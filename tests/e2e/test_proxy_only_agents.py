@@ -222,8 +222,8 @@ def _check(outcome: Outcome, identities: dict[str, str | None]) -> list[str]:
 
 
 def test_agents_through_the_proxy_alone_have_every_call_recorded(tmp_path: Path) -> None:
-    if not _installed():
-        pytest.skip("needs Claude Code, OpenCode and mini-SWE-agent: run `make agents`")
+    if not _installed() or not (AGENTS_BIN / "codex").exists():
+        pytest.skip("needs Claude Code, OpenCode, mini-SWE-agent and the Codex CLI: run `make agents`")
     outcomes, identities = asyncio.run(_run_all(tmp_path))
     problems = [problem for outcome in outcomes for problem in _check(outcome, identities)]
     for outcome in outcomes:
