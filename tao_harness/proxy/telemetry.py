@@ -72,6 +72,8 @@ class Telemetry:
 
     def request(self, session: str, body: Any, api: ApiKind, at: float) -> None:
         """A request of `session` arrived at `at`: the calls whose results it carries have ended."""
+        if not self._spans.has_open(session):
+            return  # most requests: nothing to end, and the body is not read
         try:
             ends = self._spans.ended(session, read_results(body, api), at)
         except Exception as exc:  # noqa: BLE001 - fail open

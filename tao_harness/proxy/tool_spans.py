@@ -76,6 +76,10 @@ class ToolSpans:
                 self._open.popitem(last=False)
         return starts
 
+    def has_open(self, session: str) -> bool:
+        """Whether a call of `session` waits for its result (else its requests need no reading)."""
+        return session in self._open
+
     def ended(self, session: str, results: Results | None, at: float) -> list[ToolEnd]:
         """The open calls of `session` that the request arriving at `at` (with `results`) returns."""
         calls = self._open.get(session)
