@@ -27,6 +27,7 @@ from aiohttp import web
 from tao_harness import fastjson
 from tao_harness.auth import agent_token_middleware
 from tao_harness.config import ProxyConfig, ReplicaSpec
+from tao_harness.proxy.conversation import Asked
 from tao_harness.proxy.coordinator_client import CoordinatorClient
 from tao_harness.proxy.messages import Admission, AdmitRequest, RequestAnswer, RequestReport
 from tao_harness.proxy.failover import Relay, Retry
@@ -161,7 +162,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return _error(400, str(exc))
     api = GENERATION_PATHS.get(identity.path) if request.method == "POST" else None
     telemetry = state.telemetry if api is not None else None
-    conversation: bytes | None = None
+    conversation: Asked | None = None
     if telemetry is not None and api is not None:
         identity, conversation = telemetry.identify(identity, body, api)
         telemetry.request(identity.session, body, api, started)  # before its admission: the tools ended
@@ -173,12 +174,12 @@ async def handle(request: web.Request) -> web.StreamResponse:
                               conversation)
     finally:
         if telemetry is not None and conversation is not None:
-            telemetry.end(identity.session)
+            telemetry.end(conversation)
 
 
 async def _forward(request: web.Request, state: ProxyState, identity: SessionIdentity, api: ApiKind | None,
                    request_id: str, raw: bytes, body: Any, started: float, clock0: float,
-                   conversation: bytes | None) -> web.StreamResponse:
+                   conversation: Asked | None) -> web.StreamResponse:
     """The request's upstream attempts, until one answers or none is left."""
     streaming = isinstance(body, dict) and body.get("stream") is True
     relay = Relay(api, identity.path, request.query_string, body, streaming, clock0)
@@ -318,16 +319,18 @@ async def _pass_through(request: web.Request, upstream: aiohttp.ClientResponse, 
     answered = False  # the replica's whole response was read
     try:
         await relay.open(request, _client_response(upstream, api is not None), upstream)
+        telemetry = report.state.telemetry if upstream.status < 400 else None  # an error has no turn
         async for chunk in upstream.content.iter_any():
             if tracker is not None and tracker.feed(chunk) and report.ttft_s is None:
                 report.ttft_s = time.monotonic() - report.clock0
+            if reading is not None and telemetry is not None and tracker is not None and tracker.complete:
+                # The stream's closing event is in this chunk: its calls start before the client has it,
+                # so the next request, which may come the moment it does, finds them.
+                telemetry.response(reading, time.time())
             await relay.write(request, chunk, tracker is not None and tracker.first_token_seen)
         answered = True
-        telemetry = report.state.telemetry
-        if reading is not None and telemetry is not None and tracker is not None and upstream.status < 400:
-            # Before the answer's last bytes: the client's next request, which ends the calls this answer
-            # starts, may come the moment it has them. (A whole body is parsed here: `finish` reads it.)
-            tracker.finish()
+        if reading is not None and telemetry is not None and tracker is not None:
+            tracker.finish()  # a whole body (`finish` reads it) is still held: it goes out below
             telemetry.response(reading, time.time())
         await relay.finish(request)
         status = "ok" if upstream.status < 400 else "error"

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from tao_harness.proxy.turns import Turn
@@ -128,6 +129,15 @@ def chain(messages: list[Any]) -> list[bytes]:
     return digests
 
 
+@dataclass(slots=True)
+class Asked:
+    """One request of a conversation."""
+
+    session: str
+    key: bytes  # the digest of its whole message list
+    open: bool = True  # in flight: neither answered nor ended yet
+
+
 class Conversations:
     """Which session each known conversation prefix belongs to, and which sessions have a request in flight."""
 
@@ -136,9 +146,9 @@ class Conversations:
         self._in_flight: dict[str, int] = {}
         self._max_keys = max_keys
 
-    def begin(self, messages: list[Any]) -> tuple[str, bytes, bool]:
-        """(session, request key, whether the session is new) for a request with `messages`; the
-        session counts as in flight until `end`."""
+    def begin(self, messages: list[Any]) -> tuple[Asked, bool]:
+        """The request with `messages` (its session and key), and whether its session is new; the session
+        counts as in flight until the request is `answered` or `end`s."""
         digests = chain(messages)
         session = None
         for digest in reversed(digests):
@@ -149,21 +159,27 @@ class Conversations:
         new = session is None
         if session is None:
             session = f"conv-{secrets.token_hex(8)}"
-        key = digests[-1] if digests else _ROOT
-        self._remember(key, session)
+        asked = Asked(session, digests[-1] if digests else _ROOT)
+        self._remember(asked.key, session)
         self._in_flight[session] = self._in_flight.get(session, 0) + 1
-        return session, key, new
+        return asked, new
 
-    def answered(self, session: str, request_key: bytes, turn: Turn) -> None:
-        """The request with `request_key` got `turn`: the next request of the conversation extends both."""
-        self._remember(_digest(request_key, turn_part(turn)), session)
+    def answered(self, asked: Asked, turn: Turn) -> None:
+        """The request got `turn`, whole: the next request of the conversation extends both, and may come
+        as soon as the client has the reply's last bytes (the session is no longer in flight)."""
+        self._remember(_digest(asked.key, turn_part(turn)), asked.session)
+        self.end(asked)
 
-    def end(self, session: str) -> None:
-        left = self._in_flight.get(session, 0) - 1
+    def end(self, asked: Asked) -> None:
+        """The request is over, answered or not (once per request; again does nothing)."""
+        if not asked.open:
+            return
+        asked.open = False
+        left = self._in_flight.get(asked.session, 0) - 1
         if left > 0:
-            self._in_flight[session] = left
+            self._in_flight[asked.session] = left
         else:
-            self._in_flight.pop(session, None)
+            self._in_flight.pop(asked.session, None)
 
     def _remember(self, key: bytes, session: str) -> None:
         owners = self._keys.get(key)

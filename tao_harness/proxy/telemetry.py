@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tao_harness.log_summary import SummarizedWarning
-from tao_harness.proxy.conversation import Conversations, conversation_messages
+from tao_harness.proxy.conversation import Asked, Conversations, conversation_messages
 from tao_harness.proxy.coordinator_client import CoordinatorClient
 from tao_harness.proxy.identity import SessionIdentity
 from tao_harness.proxy.tool_results import read_results
@@ -23,16 +23,18 @@ from tao_harness.proxy.usage import ApiKind
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Reading:
     """One upstream attempt's response being read."""
 
     session: str
     request_id: str
     harness: str | None
-    # The request's conversation key when its session was told by its conversation, else None.
-    conversation: bytes | None
+    # The request, when its session was told by its conversation, else None.
+    conversation: Asked | None
     reader: TurnReader
+    # Its turn was reported (`Telemetry.response` reports it once).
+    reported: bool = False
 
 
 class Telemetry:
@@ -49,26 +51,27 @@ class Telemetry:
         log.debug("tool telemetry skipped a request", exc_info=exc)
         self._failed.occurred(0.0)
 
-    def identify(self, identity: SessionIdentity, body: Any, api: ApiKind) -> tuple[SessionIdentity, bytes | None]:
-        """`identity`, or, where no rule named the session, its session by conversation and the request's
-        conversation key (to pass to `reading` and `end`)."""
+    def identify(self, identity: SessionIdentity, body: Any, api: ApiKind) -> tuple[SessionIdentity, Asked | None]:
+        """`identity`, or, where no rule named the session, its session by conversation and the request in
+        its conversation (to pass to `reading` and `end`)."""
         if identity.source != "connection":
             return identity, None
         try:
             messages = conversation_messages(body, api)
             if messages is None:
                 return identity, None
-            session, key, new = self._conversations.begin(messages)
+            asked, new = self._conversations.begin(messages)
         except Exception as exc:  # noqa: BLE001 - fail open: the connection's session then
             self._skip(exc)
             return identity, None
         if new:
-            log.info("session %s identified by its conversation (no header or body field names it)", session)
-        return replace(identity, session=session, source="conversation"), key
+            log.info("session %s identified by its conversation (no header or body field names it)",
+                     asked.session)
+        return replace(identity, session=asked.session, source="conversation"), asked
 
-    def end(self, session: str) -> None:
-        """The request `identify` gave a conversation key to is over (answered or not)."""
-        self._conversations.end(session)
+    def end(self, asked: Asked) -> None:
+        """The request `identify` found in a conversation is over (answered or not)."""
+        self._conversations.end(asked)
 
     def request(self, session: str, body: Any, api: ApiKind, at: float) -> None:
         """A request of `session` arrived at `at`: the calls whose results it carries have ended."""
@@ -82,18 +85,21 @@ class Telemetry:
         if ends:
             self._coordinator.events(session, ends)
 
-    def reading(self, session: str, request_id: str, harness: str | None, conversation: bytes | None,
+    def reading(self, session: str, request_id: str, harness: str | None, conversation: Asked | None,
                 api: ApiKind) -> Reading:
         return Reading(session, request_id, harness, conversation, TurnReader(api))
 
     def response(self, reading: Reading, at: float) -> None:
-        """The response ended at `at`: its tool calls have started."""
+        """The response is whole at `at`: its tool calls have started (reported once per reading)."""
+        if reading.reported:
+            return
+        reading.reported = True
         try:
             turn = reading.reader.turn()
             if turn is None:
                 raise ValueError("the response could not be read")
             if reading.conversation is not None:
-                self._conversations.answered(reading.session, reading.conversation, turn)
+                self._conversations.answered(reading.conversation, turn)
             starts = self._spans.started(reading.session, reading.request_id, turn, at, reading.harness)
         except Exception as exc:  # noqa: BLE001 - fail open
             self._skip(exc)

@@ -23,20 +23,19 @@ def _sent_back(call_id: str) -> list[dict[str, Any]]:
 
 
 def _turn(book: Conversations, messages: list[dict[str, Any]], reply: Turn) -> str:
-    session, key, _ = book.begin(messages)
-    book.answered(session, key, reply)
-    book.end(session)
-    return session
+    asked, _ = book.begin(messages)
+    book.answered(asked, reply)
+    return asked.session
 
 
 def test_interleaved_conversations_with_identical_starts_stay_apart() -> None:
     book = Conversations()
     first = [book.begin([SYSTEM, TASK]) for _ in range(3)]  # three threads send the same first request at once
-    sessions = [session for session, _, new in first]
-    assert len(set(sessions)) == 3 and all(new for _, _, new in first)
-    for (session, key, _), call in zip(first, ("call_a", "call_b", "call_c")):
-        book.answered(session, key, _reply(call))
-        book.end(session)
+    sessions = [asked.session for asked, _ in first]
+    assert len(set(sessions)) == 3 and all(new for _, new in first)
+    for (asked, _), call in zip(first, ("call_a", "call_b", "call_c")):
+        book.answered(asked, _reply(call))
+        book.end(asked)  # after the answer: nothing more
     histories = {call: [SYSTEM, TASK, *_sent_back(call)] for call in ("call_a", "call_b", "call_c")}
     for round_ in range(3):  # their later requests arrive in any order, over any connection
         for call, session in sorted(zip(("call_a", "call_b", "call_c"), sessions), reverse=round_ % 2 == 1):
@@ -49,24 +48,24 @@ def test_a_reply_sent_back_in_another_form_still_continues_its_session_by_the_re
     book = Conversations()
     session = _turn(book, [TASK], _reply("call_1"))
     rewritten = [TASK, {"role": "assistant", "content": "(summary of what I did)"}, {"role": "user", "content": "go on"}]
-    again, _, new = book.begin(rewritten)
-    assert (again, new) == (session, False)
+    again, new = book.begin(rewritten)
+    assert (again.session, new) == (session, False)
 
 
 def test_a_retry_stays_in_its_session_and_cache_markers_do_not_matter() -> None:
     book = Conversations()
     marked = {"role": "user", "content": [{"type": "text", "text": "Fix it.", "cache_control": {"type": "ephemeral"}}]}
-    session, _, _ = book.begin([marked])
-    book.end(session)  # the client gave up on it (an error) and sends it again
-    retry, _, new = book.begin([{"role": "user", "content": [{"type": "text", "text": "Fix it."}]}])
-    assert (retry, new) == (session, False)
+    asked, _ = book.begin([marked])
+    book.end(asked)  # the client gave up on it (an error) and sends it again
+    retry, new = book.begin([{"role": "user", "content": [{"type": "text", "text": "Fix it."}]}])
+    assert (retry.session, new) == (asked.session, False)
 
 
 def test_keys_past_the_limit_are_forgotten_oldest_first() -> None:
     book = Conversations(max_keys=2)
     old = _turn(book, [{"role": "user", "content": "one"}], _reply("a"))
     _turn(book, [{"role": "user", "content": "two"}], _reply("b"))
-    assert book.begin([{"role": "user", "content": "one"}, *_sent_back("a")])[0] != old
+    assert book.begin([{"role": "user", "content": "one"}, *_sent_back("a")])[0].session != old
 
 
 def test_responses_items_of_one_reply_are_one_message() -> None:
@@ -75,16 +74,26 @@ def test_responses_items_of_one_reply_are_one_message() -> None:
     book = Conversations()
     first = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}]
     sessions = []
-    for call_id in ("call_1", "call_2"):
-        session, key, _ = book.begin(conversation_messages({"input": first}, "responses"))  # type: ignore[arg-type]
-        sessions.append(session)
-        book.answered(session, key, Turn("Running.", (ToolCall(call_id, "exec_command", {}),)))
-    for session in sessions:
-        book.end(session)
-    assert book.begin(conversation_messages({"input": "else"}, "responses"))[0] not in sessions  # type: ignore[arg-type]
+    asked = [book.begin(conversation_messages({"input": first}, "responses"))[0]  # type: ignore[arg-type]
+             for _ in range(2)]  # at once: two sessions
+    sessions = [a.session for a in asked]
+    for one, call_id in zip(asked, ("call_1", "call_2")):
+        book.answered(one, Turn("Running.", (ToolCall(call_id, "exec_command", {}),)))
+    assert book.begin(conversation_messages({"input": "else"}, "responses"))[0].session not in sessions  # type: ignore[arg-type]
     following = {"input": [*first, {"type": "reasoning", "encrypted_content": "x"},
                            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Running."}]},
                            {"type": "function_call", "call_id": "call_2", "name": "exec_command", "arguments": "{}"},
                            {"type": "function_call_output", "call_id": "call_2", "output": "done"}]}
-    again, _, new = book.begin(conversation_messages(following, "responses"))  # type: ignore[arg-type]
-    assert (again, new) == (sessions[1], False)  # by its reply (the request key names both sessions)
+    again, new = book.begin(conversation_messages(following, "responses"))  # type: ignore[arg-type]
+    assert (again.session, new) == (sessions[1], False)  # by its reply (the request key names both sessions)
+
+
+def test_a_request_that_comes_before_the_last_one_ended_still_continues_its_session() -> None:
+    """A fast client sends its next request the moment it has the reply's last bytes, before the proxy has
+    ended the request that carried them: the answered session is no longer in flight."""
+    book = Conversations()
+    asked, _ = book.begin([TASK])
+    book.answered(asked, _reply("call_1"))
+    following, new = book.begin([TASK, *_sent_back("call_1")])
+    book.end(asked)  # the first request's handler finishes only now
+    assert (following.session, new) == (asked.session, False)
