@@ -220,30 +220,35 @@ async def completions(request: web.Request) -> web.StreamResponse:
 async def messages(request: web.Request) -> web.StreamResponse:
     body = await read_body(request, anthropic_format.MessagesBody)
     chat = anthropic_format.parse_messages(body, request_id(request))
-    check_model(request, chat.model)
-    scenario = request.app[SCENARIO]
-    run = await _Run.prepare(request, chat,
-                             lambda: (script_reply(chat, scenario, anthropic_format.TOOL_CALL_ID_PREFIX), 0))
+    run = await _scripted(request, chat, anthropic_format.TOOL_CALL_ID_PREFIX)
     formatter = anthropic_format.MessagesFormatter(
         chat, run.reply.tool_calls, run.truncated, usage_details(request)
     )
-    if not chat.stream:
-        return web.json_response(formatter.message(await run.collect(formatter)))
-
-    return await _stream(request, run.start(), lambda step: [_event(*e) for e in formatter.stream_events(step)])
+    return await _named_events(request, run, formatter, formatter.message)
 
 
 async def responses(request: web.Request) -> web.StreamResponse:
     """OpenAI Responses (the Codex CLI's only API): the scripted agent's reply as output items."""
     body = await read_body(request, responses_format.ResponsesBody)
     chat = responses_format.parse_responses(body, request_id(request))
+    run = await _scripted(request, chat, responses_format.TOOL_CALL_ID_PREFIX)
+    formatter = responses_format.ResponsesFormatter(chat, run.reply.tool_calls, run.truncated)
+    return await _named_events(request, run, formatter, formatter.response)
+
+
+async def _scripted(request: web.Request, chat: ChatRequest, call_id_prefix: str) -> _Run:
+    """The scripted agent's reply to `chat`, ready to run."""
     check_model(request, chat.model)
     scenario = request.app[SCENARIO]
-    run = await _Run.prepare(request, chat,
-                             lambda: (script_reply(chat, scenario, responses_format.TOOL_CALL_ID_PREFIX), 0))
-    formatter = responses_format.ResponsesFormatter(chat, run.reply.tool_calls, run.truncated)
-    if not chat.stream:
-        return web.json_response(formatter.response(await run.collect(formatter)))
+    return await _Run.prepare(request, chat, lambda: (script_reply(chat, scenario, call_id_prefix), 0))
+
+
+async def _named_events(request: web.Request, run: _Run,
+                        formatter: anthropic_format.MessagesFormatter | responses_format.ResponsesFormatter,
+                        whole: Callable[[Usage], dict[str, Any]]) -> web.StreamResponse:
+    """The reply whole (`whole` of its usage), or streamed as named events (Anthropic's and Responses')."""
+    if not run.chat.stream:
+        return web.json_response(whole(await run.collect(formatter)))
     return await _stream(request, run.start(), lambda step: [_event(*e) for e in formatter.stream_events(step)])
 
 
