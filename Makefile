@@ -67,6 +67,8 @@ MINI := .tools/mini
 CLAUDE_CODE_VERSION := 2.1.328
 OPENCODE_VERSION := 1.18.33
 MINI_SWE_AGENT_VERSION := 2.4.6
+# The Codex CLI has no shim: its end-to-end test runs it with only its base URL at the proxy.
+CODEX_VERSION := 0.171.0
 
 agents:
 	@installed=$$(node -p "require('./$(AGENTS)/node_modules/@anthropic-ai/claude-code/package.json').version" 2>/dev/null); \
@@ -77,6 +79,10 @@ agents:
 	if [ "$$installed" = "$(OPENCODE_VERSION)" ]; then echo "opencode-ai $$installed already installed"; \
 	else echo "== installing opencode-ai $(OPENCODE_VERSION) into $(AGENTS)"; \
 	npm install --prefix $(AGENTS) --no-audit --no-fund opencode-ai@$(OPENCODE_VERSION); fi
+	@installed=$$(node -p "require('./$(AGENTS)/node_modules/@openai/codex/package.json').version" 2>/dev/null); \
+	if [ "$$installed" = "$(CODEX_VERSION)" ]; then echo "codex $$installed already installed"; \
+	else echo "== installing @openai/codex $(CODEX_VERSION) into $(AGENTS)"; \
+	npm install --prefix $(AGENTS) --no-audit --no-fund @openai/codex@$(CODEX_VERSION); fi
 	@installed=$$($(MINI)/bin/python -c "import importlib.metadata as m; print(m.version('mini-swe-agent'))" 2>/dev/null); \
 	if [ "$$installed" = "$(MINI_SWE_AGENT_VERSION)" ]; then echo "mini-swe-agent $$installed already installed"; \
 	else echo "== installing mini-swe-agent $(MINI_SWE_AGENT_VERSION) into $(MINI)"; \

@@ -13,6 +13,13 @@ admitted), and, when installed, `vllm-router` (`--policy cache_aware`) and LiteL
 
 `--peers-venv` names a virtualenv holding `vllm-router` (pip install vllm-router==0.1.17) and/or
 `litellm[proxy]`; they are not dependencies of tao_harness.
+
+`tao-proxy+coordinator` reads tool calls from the traffic (`proxy.tool_telemetry`, on by default);
+`tao-proxy+coordinator, no telemetry` is the same without (`--no-tool-telemetry`). `--baseline-python
+OTHER_PYTHON` adds `baseline tao-proxy+coordinator`: proxy and coordinator of another checkout (e.g.
+main's `.venv/bin/python`), measured in the same interleaved `--rounds`, for a before/after in one run.
+Every admitted router has a coordinator of its own (the bench's session ids are the same for all);
+`--routers` measures only the ones named.
 """
 
 from __future__ import annotations
@@ -159,6 +166,11 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="measuring time per cell (default 5)")
     parser.add_argument("--clients", default="1,64", help="concurrency levels (default 1,64)")
     parser.add_argument("--peers-venv", type=Path, help="virtualenv with vllm-router and/or litellm")
+    parser.add_argument("--baseline-python", help="python of another checkout: its proxy + coordinator too")
+    parser.add_argument("--routers", type=lambda text: {name.strip() for name in text.split(";")}, default=set(),
+                        help="only these routers (names as in the table, separated by ';'; direct always runs)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure every router this many times, interleaved (default 1)")
     parser.add_argument("--json", action="store_true", help="print rows as JSON")
     args = parser.parse_args()
     levels = [int(c) for c in args.clients.split(",")]
@@ -172,28 +184,35 @@ def main() -> int:
         pids: dict[str, list[int]] = {}  # each router's own processes
 
         proxy_port = free_port()
-        pids["tao-proxy"] = [start(stack, [sys.executable, "-m", "tao_harness.cli.main", "proxy",
+        pids["tao-proxy"] = [] if args.routers and "tao-proxy" not in args.routers else [start(stack, [sys.executable, "-m", "tao_harness.cli.main", "proxy",
                                            "--port", str(proxy_port), "--replica", f"r0={backend}",
                                            "--log-level", "WARNING"], f"http://127.0.0.1:{proxy_port}/healthz")]
-        routers["tao-proxy"] = f"http://127.0.0.1:{proxy_port}"
-        versions["tao-proxy"] = "tao_harness (this tree), fail-open mode (no coordinator)"
+        if pids["tao-proxy"]:
+            routers["tao-proxy"] = f"http://127.0.0.1:{proxy_port}"
+            versions["tao-proxy"] = "tao_harness (this tree), fail-open mode (no coordinator)"
 
-        coordinator_port = free_port()
-        coordinator = f"http://127.0.0.1:{coordinator_port}"
-        coordinator_pid = start(stack, [sys.executable, "-m", "tao_harness.cli.main", "coordinator",
-                                        "--port", str(coordinator_port), "--no-store", "--replica", f"r0={backend}",
-                                        "--log-level", "WARNING"], coordinator + "/healthz")
-        for name, flags, what in (
-            ("tao-proxy+coordinator", [], "admission by `tao coordinator --policy tao`, following its leases"),
-            ("tao-proxy+coordinator, no leases", ["--no-leases"], "every request admitted by the coordinator"),
-        ):
-            admitted_port = free_port()
-            pids[name] = [coordinator_pid, start(
-                stack, [sys.executable, "-m", "tao_harness.cli.main", "proxy", "--port", str(admitted_port),
+        admitted = [
+            ("tao-proxy+coordinator", sys.executable, [], "admission by `tao coordinator --policy tao`, following its leases"),
+            ("tao-proxy+coordinator, no telemetry", sys.executable, ["--no-tool-telemetry"], "the same, no tool telemetry"),
+            ("tao-proxy+coordinator, no leases", sys.executable, ["--no-leases"], "every request admitted by the coordinator"),
+        ]
+        if args.baseline_python:
+            admitted.append(("baseline tao-proxy+coordinator", args.baseline_python, [],
+                             f"{args.baseline_python}'s tao_harness, following leases"))
+        for name, python, flags, what in admitted:
+            if args.routers and name not in args.routers:
+                continue
+            # Each its own coordinator: the bench's session ids are the same for every router.
+            coordinator_port, admitted_port = free_port(), free_port()
+            coordinator = f"http://127.0.0.1:{coordinator_port}"
+            pids[name] = [start(stack, [python, "-m", "tao_harness.cli.main", "coordinator", "--port",
+                                        str(coordinator_port), "--no-store", "--replica", f"r0={backend}",
+                                        "--log-level", "WARNING"], coordinator + "/healthz"), start(
+                stack, [python, "-m", "tao_harness.cli.main", "proxy", "--port", str(admitted_port),
                         "--coordinator", coordinator, "--replica", f"r0={backend}", "--log-level", "WARNING", *flags],
                 f"http://127.0.0.1:{admitted_port}/healthz")]
             routers[name] = f"http://127.0.0.1:{admitted_port}"
-            versions[name] = f"tao_harness (this tree), {what}"
+            versions[name] = f"tao_harness (this tree), {what}" if python == sys.executable else what
 
         peer_bin = args.peers_venv / "bin" if args.peers_venv else None
         if peer_bin and (peer_bin / "vllm-router").exists():
@@ -225,8 +244,8 @@ def main() -> int:
             except RuntimeError as exc:
                 print(f"litellm skipped: {exc}", file=sys.stderr)
 
-        # Interleave routers per concurrency level so drift on a shared machine hits all alike.
-        for clients in levels:
+        # Interleave routers per concurrency level (and rounds) so drift on a shared machine hits all alike.
+        for clients in [level for _ in range(args.rounds) for level in levels]:
             direct = measure("direct", routers["direct"], clients, args.seconds)
             rows.append(direct)
             for name, base in routers.items():

@@ -6,9 +6,12 @@
 # harbor runs each trial's agent inside its own container, so `tao-run` cannot wrap it. Instead this
 # starts `tao coordinator` + `tao proxy` on this host and gives the agents the proxy as their base URL
 # (PROXY_HOST must be reachable from the containers, e.g. the docker bridge address). Each trial is
-# identified by Claude Code's own `X-Claude-Code-Session-Id` header. Tool events from inside the
-# containers are NOT reported by this script (the hooks would need a relay reachable from the
-# containers); the scheduler then relies on its history and defaults for readiness.
+# identified by Claude Code's own `X-Claude-Code-Session-Id` header. No hook runs inside the containers:
+# the proxy reads each trial's tool calls from its LLM traffic (the response that names a Bash call, with
+# its command and timeout, starts it; the request carrying its result ends it, with is_error and the exit
+# code Claude Code writes into it), so the coordinator knows at once which trials are in a tool and for
+# how long, and records every call in the history (`source` "proxy"; docs/proxy-telemetry.md says what
+# the traffic cannot show: background jobs' own ends, exact tool starts).
 set -eu
 cd "$(dirname "$0")/.."
 CONCURRENCY=${CONCURRENCY:-32}

@@ -7,6 +7,7 @@ Version history (models.SCHEMA_VERSION is the newest):
   4  llm_attempts table (every upstream attempt of a request); llm_requests.attempts. llm_requests rows
      now hold what the client got; before, a request continued on another replica kept only a merge.
   5  sessions.time_scale: which clock the session's records are on (1 = wall clock, >1 = emulated).
+  6  tool_calls.source: who reported the call, "shim" or "proxy" (read from the LLM traffic).
 A database newer than this code is refused; an older one is upgraded in place when it is opened.
 """
 
@@ -72,8 +73,14 @@ def _to_v5(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE sessions ADD COLUMN time_scale DOUBLE PRECISION"))
 
 
+def _to_v6(conn: Connection) -> None:
+    columns = {column["name"] for column in inspect(conn).get_columns("tool_calls")}
+    if "source" not in columns:
+        conn.execute(text("ALTER TABLE tool_calls ADD COLUMN source VARCHAR(16)"))
+
+
 # target version -> step that upgrades from the version before it
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _to_v2, 3: _to_v3, 4: _to_v4, 5: _to_v5}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _to_v2, 3: _to_v3, 4: _to_v4, 5: _to_v5, 6: _to_v6}
 
 _TAO_TABLES = {"sessions", "tool_calls", "llm_requests"}
 

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Double, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Version of the layout below; migrations.py upgrades older databases to it."""
 
 
@@ -65,6 +65,9 @@ class ToolCall(Base):
     duration_s: Mapped[float | None] = mapped_column(Double)
     status: Mapped[str | None] = mapped_column(String(32))
     exit_code: Mapped[int | None] = mapped_column(Integer)
+    # Added in schema version 6: who reported the call, "shim" (the harness's own hooks) or "proxy" (read
+    # from the LLM traffic). A shim's values win over the proxy's (upsert.py). NULL: recorded before.
+    source: Mapped[str | None] = mapped_column(String(16))
 
     __table_args__ = (
         # per-family durations in completion order (estimator load) and `calls --family`

@@ -45,6 +45,8 @@ class ToolCallRecord:
     duration_s: float | None = None
     status: str | None = None  # tao_harness.outcomes: "ok", "error", "timeout", "killed", "cancelled"
     exit_code: int | None = None
+    # "shim" (the harness's hooks) or "proxy" (read from the LLM traffic): a shim's values win (store.upsert)
+    source: str | None = None
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,18 @@ a tool_start row and the later tool_end row for the same call merge into one. Th
 primary key: the id, or (session_id, id) for tool calls, whose ids are only unique within a session.
 Rows that share a key inside a batch are merged in Python first (PostgreSQL refuses to touch a row
 twice in one statement), and rows are sorted by key so concurrent writers lock rows in the same order.
+
+A tool call may be reported twice: by the harness's shim and by the proxy, which reads it from the LLM
+traffic (`source`). The shim measures the call itself (exact start, end, exit code), the proxy only sees
+the turn around it, so a proxy record only fills in what a shim record left unknown, whichever came
+first: `COALESCE(old, new)` where the stored row is the shim's and the new one the proxy's.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from sqlalchemy import Connection, Table, func, insert
+from sqlalchemy import Connection, Table, and_, case, func, insert
 from sqlalchemy.dialects import postgresql, sqlite
 
 from tao_harness.store.models import LLMAttempt, LLMRequest, Plan, Session, ToolCall
@@ -20,6 +25,8 @@ from tao_harness.store.records import (LLMAttemptRecord, LLMRequestRecord, PlanR
 from tao_harness.store.redact import Redactor
 
 _JSON_FIELDS = ("args", "hints", "labels")
+# ToolCall.source values: a record from the second only fills in what the first left unknown.
+SHIM, PROXY = "shim", "proxy"
 
 
 def _row(record: StoreRecord) -> dict[str, Any]:
@@ -48,6 +55,8 @@ def merge_by_key(
         earlier = merged.get(key)
         if earlier is None:
             merged[key] = row
+        elif row.get("source") == PROXY and earlier.get("source") == SHIM:
+            earlier.update((name, value) for name, value in row.items() if earlier[name] is None)
         else:
             earlier.update((name, value) for name, value in row.items() if value is not None)
     return [merged[key] for key in sorted(merged)]
@@ -67,7 +76,13 @@ def upsert(conn: Connection, table: Table, rows: Sequence[dict[str, Any]]) -> No
         return
     stmt = _dialect_insert(conn, table)
     key = _key_names(table)
-    updates = {name: func.coalesce(stmt.excluded[name], table.c[name]) for name in rows[0] if name not in key}
+    names = [name for name in rows[0] if name not in key]
+    if "source" in table.c:
+        shim_kept = and_(stmt.excluded.source == PROXY, table.c.source == SHIM)
+        updates = {name: case((shim_kept, func.coalesce(table.c[name], stmt.excluded[name])),
+                              else_=func.coalesce(stmt.excluded[name], table.c[name])) for name in names}
+    else:
+        updates = {name: func.coalesce(stmt.excluded[name], table.c[name]) for name in names}
     conn.execute(stmt.on_conflict_do_update(index_elements=key, set_=updates), list(rows))
 
 

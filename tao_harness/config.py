@@ -212,6 +212,12 @@ class ProxyConfig(_Section):
     """Refuse requests (401) that do not present `TAO_TOKEN` as their API key (`Authorization: Bearer`
     or `x-api-key`); every path but /healthz, since the proxy forwards any path to a replica."""
 
+    tool_telemetry: bool = True
+    """Read tool calls from the traffic (a response's tool calls, the next request's results) and report
+    them to the coordinator as a shim would (`source` "proxy"; a shim's report of the same call wins), and
+    tell sessions that name themselves nowhere apart by their conversation. False: neither (for
+    comparison); such sessions are then one per client connection."""
+
 
 class ReplicaConfig(_Section):
     """`tao replica`: the emulated vLLM server."""

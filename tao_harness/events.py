@@ -10,6 +10,11 @@ clock), so a late delivery (from the spool) keeps the true timing. JSON form:
     {"type": "tool_end", "session": "s1", "call_id": "toolu_01", "at": 1764400004.5,
      "duration_s": 4.25, "status": "ok", "exit_code": 0}
 
+`source` says who reported the event: "shim" (the default: the harness's own hooks) or "proxy" (the
+proxy read the call from the LLM traffic: its start is the end of the response that named it, its end the
+arrival of the request that carried its result). Both may report one call under the same call id; a
+shim's record wins (tao_harness.store.upsert).
+
 `duration_s` on `tool_end` is the harness-measured duration when it has one (Claude Code's
 `duration_ms`), else null and the receiver uses `at` minus the start. `status` is one of
 `tao_harness.outcomes.TOOL_STATUSES` (ok, error, timeout, killed, cancelled; the old "interrupted" is
@@ -29,6 +34,8 @@ from tao_harness.store.limits import MAX_HARNESS_CHARS, LimitError, fit_json, fi
 
 CallKind = Literal["call", "job"]
 CALL_KINDS: tuple[str, ...] = ("call", "job")
+EventSource = Literal["shim", "proxy"]
+EVENT_SOURCES: tuple[str, ...] = ("shim", "proxy")
 
 
 class EventError(ValueError):
@@ -81,6 +88,7 @@ class ToolStart:
     # command or a Monitor watch — from its launch to the end the harness reported; the agent does not
     # wait for it, so it holds no turn and has its own family (`<family>@job`).
     kind: CallKind = "call"
+    source: EventSource = "shim"
     type: Literal["tool_start"] = "tool_start"
 
 
@@ -94,6 +102,7 @@ class ToolEnd:
     duration_s: float | None = None
     status: ToolStatus = "ok"
     exit_code: int | None = None
+    source: EventSource = "shim"
     type: Literal["tool_end"] = "tool_end"
 
 
@@ -105,6 +114,9 @@ def event_from_json(data: Any) -> ToolEvent:
         raise EventError(f"event: expected a JSON object, got {type(data).__name__}")
     kind = data.get("type")
     session, call_id, at = _text(data, "session"), _text(data, "call_id"), _seconds(data, "at")
+    source = data.get("source", "shim")
+    if source not in EVENT_SOURCES:
+        raise EventError(f"source: expected one of {', '.join(EVENT_SOURCES)}, got {source!r}")
     if kind == "tool_start":
         args = data.get("args") or {}
         if not isinstance(args, Mapping):
@@ -117,7 +129,7 @@ def event_from_json(data: Any) -> ToolEvent:
             raise EventError(f"kind: expected one of {', '.join(CALL_KINDS)}, got {call_kind!r}")
         return ToolStart(session=session, call_id=call_id, tool_name=_text(data, "tool_name"), at=at,
                          harness=_optional_text(data, "harness"), command=command, args=dict(args),
-                         env_timeout_s=_optional_seconds(data, "env_timeout_s"), kind=call_kind)
+                         env_timeout_s=_optional_seconds(data, "env_timeout_s"), kind=call_kind, source=source)
     if kind == "tool_end":
         raw_status = data.get("status", "ok")
         status = normalize_status(raw_status) if isinstance(raw_status, str) else None
@@ -128,7 +140,7 @@ def event_from_json(data: Any) -> ToolEvent:
             raise EventError(f"exit_code: expected an integer, got {exit_code!r}")
         return ToolEnd(session=session, call_id=call_id, at=at,
                        duration_s=_optional_seconds(data, "duration_s"), status=status,
-                       exit_code=exit_code)
+                       exit_code=exit_code, source=source)
     raise EventError(f"type: expected 'tool_start' or 'tool_end', got {kind!r}")
 
 

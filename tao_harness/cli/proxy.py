@@ -26,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-leases", action="store_true",
                         help="ask the coordinator for every request instead of following its admission leases "
                              "(slower; for comparison)")
+    parser.add_argument("--no-tool-telemetry", action="store_true",
+                        help="do not read tool calls and conversations from the traffic (for comparison)")
     parser.add_argument("--require-token", action="store_true", default=None,
                         help="refuse requests without TAO_TOKEN as their API key (Authorization: Bearer or "
                              "x-api-key); every path but /healthz")
@@ -36,6 +38,7 @@ def config_from_args(args: argparse.Namespace) -> TaoConfig:
     config = cluster_config_from_args(
         args, {"proxy.host": args.host, "proxy.port": args.port, "proxy.coordinator_url": args.coordinator,
                "proxy.admission_leases": False if args.no_leases else None,
+               "proxy.tool_telemetry": False if args.no_tool_telemetry else None,
                "proxy.require_token": args.require_token})
     check_http_url("--coordinator (or TAO_COORDINATOR_URL)", config.proxy.coordinator_url)
     return config

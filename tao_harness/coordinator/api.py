@@ -11,7 +11,8 @@
     POST /v1/events             one tool event or {"events": [...]} (tao_harness.events format)
     POST /v1/sessions           {"session", "harness", "labels", "started_at"}
     POST /v1/sessions/{id}/end  optional {"ended_at"}: when the session ended (default: on arrival)
-    GET  /v1/state              sessions, pool, reservations per replica, replicas, recent plans, pool waits
+    GET  /v1/state              sessions (with `identified_by`, the proxy's identity rule), pool, reservations
+                                per replica, replicas, recent plans, pool waits
                                 (`?waits=1`: with the recent waits themselves)
     GET  /healthz               {"status": "ok", "planner": "ready"}, "loading" while the planner's
                                 compiled kernels load (plans are best-fit-decreasing meanwhile)
@@ -85,7 +86,8 @@ async def admit(request: web.Request) -> web.Response:
     await request.app[CHANNELS].wait_applied(given.channel, given.after_seq)
     answer = await coordinator.admit(given.session, given.request_id, given.estimate, given.exclude,
                                      given.wait_s, given.leased, given.proxy,
-                                     prefix_group=given.prefix_group, shared_tokens=given.shared_tokens)
+                                     prefix_group=given.prefix_group, shared_tokens=given.shared_tokens,
+                                     identified_by=given.identity_source)
     if answer.replica is None:
         return web.json_response({"status": "waiting", "queue_wait_s": answer.queue_wait_s})
     request.app[METRICS].queue_wait.observe(answer.queue_wait_s)
@@ -195,7 +197,7 @@ async def state(request: web.Request) -> web.Response:
         "now": now,
         "policy": coordinator.policy.name,
         "pool": [s.id for s in snapshot.sessions if s.state == "waiting"],
-        "sessions": [s.to_json() for s in snapshot.sessions],
+        "sessions": [s.to_json() | {"identified_by": coordinator.identified_by(s.id)} for s in snapshot.sessions],
         "replicas": replicas,
         "counters": {name: getattr(coordinator.state.counters, name)
                      for name in type(coordinator.state.counters).__dataclass_fields__},

@@ -10,8 +10,9 @@ A proxy connects with `?proxy=ID`, its instance id: while one of its channels is
 forwards are alive; when none has been for the proxy grace, they are ended (coordinator.owners).
 A malformed message is logged and dropped; it never closes the channel.
 
-Proxy → coordinator: `{"seq": n, "type": "done"|"leased", "body": {...}}` (bodies as in the HTTP API),
-or a list of them in one frame (applied in order).
+Proxy → coordinator: `{"seq": n, "type": "done"|"leased"|"events", "body": {...}}` (bodies as in the
+HTTP API: `events` is a `POST /v1/events` body, the tool calls the proxy read from the traffic), or a list
+of them in one frame (applied in order).
 Coordinator → proxy: `{"type": "hello", "channel": id}` first, then `{"type": "leases", ...}` (a
 `LeaseUpdate`), the whole table first and changes after.
 """
@@ -31,6 +32,7 @@ from tao_harness import fastjson
 from tao_harness.coordinator.inputs import BadRequest, parse_admit, parse_request_done
 from tao_harness.coordinator.records import SessionStateError
 from tao_harness.coordinator.service import Coordinator
+from tao_harness.events import events_from_body
 
 log = logging.getLogger(__name__)
 
@@ -146,10 +148,17 @@ async def _apply(coordinator: Coordinator, message: Any, expected_seq: int, prox
             if given.leased is None:
                 raise BadRequest("leased: missing field")
             await coordinator.admit(given.session, given.request_id, given.estimate, (), 0.0, given.leased,
-                                    given.proxy or proxy)
+                                    given.proxy or proxy, identified_by=given.identity_source)
+        elif kind == "events":
+            for event in events_from_body(body):
+                try:
+                    coordinator.tool_event(event)
+                except SessionStateError as exc:  # the others of the batch still apply
+                    log.warning("tool event for %s not applied: %s", event.session, exc)
         else:
-            raise BadRequest(f"type: expected done or leased, got {kind!r}")
+            raise BadRequest(f"type: expected done, leased or events, got {kind!r}")
     # OverflowError: numbers like 10**400; RecursionError: JSON nested deeper than the parser goes.
+    # EventError is a ValueError.
     except (ValueError, KeyError, TypeError, OverflowError, RecursionError, BadRequest, SessionStateError) as exc:
         log.warning("channel message %d dropped: %s", seq, exc)
     return seq

@@ -120,6 +120,8 @@ class AdmitInput:
     # tools) and that prefix's size in tokens; None / 0 when it named none.
     prefix_group: str | None = None
     shared_tokens: int = 0
+    # How the proxy identified the session (proxy.identity's rule), None if it did not say.
+    identity_source: str | None = None
 
 
 def parse_admit(body: dict[str, Any], replica_ids: Collection[str]) -> AdmitInput:
@@ -139,6 +141,7 @@ def parse_admit(body: dict[str, Any], replica_ids: Collection[str]) -> AdmitInpu
         channel=field(body, "channel", str, None), after_seq=field(body, "after_seq", int, 0),
         proxy=field(body, "proxy", str, None), prefix_group=prefix_group,
         shared_tokens=field(body, "shared_tokens_estimate", int, 0),
+        identity_source=field(body, "identity_source", str, None),
     )
 
 

@@ -14,7 +14,8 @@ from tao_harness.store.records import ToolCallRecord
 def tool_call_record(event: ToolEvent) -> ToolCallRecord:
     if isinstance(event, ToolEnd):
         return ToolCallRecord(id=event.call_id, session_id=event.session, ended_at=event.at,
-                              duration_s=event.duration_s, status=event.status, exit_code=event.exit_code)
+                              duration_s=event.duration_s, status=event.status, exit_code=event.exit_code,
+                              source=event.source)
     if isinstance(event, ToolStart):
         family, hints = describe_call(event.tool_name, event.command, event.args,
                                       env_timeout_s=event.env_timeout_s, harness=event.harness,
@@ -24,5 +25,6 @@ def tool_call_record(event: ToolEvent) -> ToolCallRecord:
             family=family, command=event.command,
             args=dict(event.args) or None, hints=hints.to_json(), timeout_s=hints.max_s,
             env_timeout_s=event.env_timeout_s, background=hints.background, started_at=event.at,
+            source=event.source,
         )
     raise TypeError(f"not a tool event: {event!r}")

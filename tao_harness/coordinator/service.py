@@ -32,6 +32,7 @@ from tao_harness.outcomes import is_censored
 from tao_harness.policies.base import Policy
 from tao_harness.proxy.messages import RequestReport
 from tao_harness.proxy.routing import pin_headers
+from tao_harness.proxy.tool_spans import TEXT_CALL_PREFIX
 from tao_harness.proxy.usage import Usage
 from tao_harness.coordinator.recording import tool_call_record
 from tao_harness.snapshot_dump import snapshot_dump
@@ -96,6 +97,12 @@ class _SessionSize:
     # Seconds the main request waited in the pool when a plan admitted it: told to the poll that comes
     # after the admission, when none was waiting at that moment (a long-poll had just timed out).
     main_waited: float = 0.0
+    # How the proxy identified the session (proxy.identity's rule), from its first admission.
+    identified_by: str | None = None
+    # Calls a shim reported: the proxy's reading of the same call (same id) leaves the live state alone.
+    shim_calls: set[str] = field(default_factory=set)
+    # A shim reports this session's calls (it announced the session, or sent a tool event).
+    shimmed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +190,14 @@ class Coordinator:
                                    time_scale=self.time_scale))
 
     def start_session(self, session: str, harness: str | None, labels: dict[str, str], at: float) -> None:
+        """A shim (`tao-run`'s relay) announced the session: its shim reports the session's calls."""
         self._ensure_session(session, at, harness, labels)
+        self._sizes[session].shimmed = True
+
+    def identified_by(self, session: str) -> str | None:
+        """How the proxy identified a live session (proxy.identity's rule), if it said."""
+        size = self._sizes.get(session)
+        return size.identified_by if size is not None else None
 
     def end_session(self, session: str, ended_at: float | None = None) -> bool:
         """End `session` now; its history row records `ended_at`, when it ended (default: now), which a
@@ -209,7 +223,8 @@ class Coordinator:
 
     async def admit(self, session: str, request_id: str, estimate: int, exclude: tuple[str, ...],
                     wait_s: float, leased: str | None = None, proxy: str | None = None,
-                    prefix_group: str | None = None, shared_tokens: int = 0) -> AdmitAnswer:
+                    prefix_group: str | None = None, shared_tokens: int = 0,
+                    identified_by: str | None = None) -> AdmitAnswer:
         """Long-poll for an admission; the proxy calls again with the same request id while waiting.
 
         `leased` names the replica a proxy already sent the request to on an admission lease: the
@@ -217,11 +232,15 @@ class Coordinator:
         forwarding it (coordinator.owners): its requests end if it goes away without reporting them.
         `prefix_group` / `shared_tokens`: the prompt prefix the proxy found in the request (its system prompt
         and tools) and its size; the session reserves that prefix once per replica with the rest of its group.
+        `identified_by`: the proxy's identity rule that named the session (shown in /v1/state).
         """
         now = self.clock()
         if proxy is not None:
             self.owners.heard(proxy, time.monotonic())
         self._ensure_session(session, now)
+        if identified_by is not None and self._sizes[session].identified_by is None:
+            self._sizes[session].identified_by = identified_by
+            log.info("session %s identified by %s", session, identified_by)
         if prefix_group is not None:
             self.state.set_shared_prefix(session, prefix_group, shared_tokens)
         self._sizes[session].last_seen = now
@@ -408,13 +427,23 @@ class Coordinator:
 
     def tool_event(self, event: ToolEvent) -> None:
         now = self.clock()
+        size = self._sizes.get(event.session)
+        if event.source == "proxy" and size is not None and size.shimmed \
+                and event.call_id.startswith(TEXT_CALL_PREFIX):
+            return  # the shim reports this text action under an id of its own: it would count twice
         live = event.session in self._sizes or now - event.at < STALE_EVENT_S
         if live:
             self._ensure_session(event.session, min(event.at, now),
                                  event.harness if isinstance(event, ToolStart) else None)
             self._sizes[event.session].last_seen = now
         if isinstance(event, ToolStart):
-            # A background job or watch holds no turn: it is history only, never an open call.
+            # A background job or watch holds no turn: it is history only, never an open call. A call the
+            # proxy read from the traffic that a shim reported too keeps the shim's start (exact).
+            if live and event.source == "shim":
+                self._sizes[event.session].shim_calls.add(event.call_id)
+                self._sizes[event.session].shimmed = True
+            elif live and event.call_id in self._sizes[event.session].shim_calls:
+                live = False
             if live and event.kind == "call":
                 self.state.on_tool_start(event.session, records.ToolStart(
                     call_id=event.call_id, name=event.tool_name, command=event.command, args=event.args,

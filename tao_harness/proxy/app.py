@@ -1,8 +1,10 @@
 """`tao proxy`: the agents' OpenAI/Anthropic endpoint in front of the replicas.
 
-Per LLM request: identify the session, get a replica (coordinator admission, or local cache affinity
+Per LLM request: identify the session (by its conversation where nothing names it: proxy.telemetry),
+end the tool calls whose results it carries, get a replica (coordinator admission, or local cache affinity
 when the coordinator is unavailable), forward with pinning headers, pass the response through chunk by
-chunk while a `UsageTracker` watches it, then report usage and timing. A replica that fails is
+chunk while a `UsageTracker` watches it (and reads the reply's tool calls, which start as its last bytes
+go out), then report usage and timing. A replica that fails is
 replaced (proxy.failover): afresh before the client got content, by a continuation of the answer after.
 A client that disconnects cancels the handler (aiohttp `handler_cancellation`), which closes the
 upstream request and reports the request as cancelled, so its admission is freed at once.
@@ -25,14 +27,16 @@ from aiohttp import web
 from tao_harness import fastjson
 from tao_harness.auth import agent_token_middleware
 from tao_harness.config import ProxyConfig, ReplicaSpec
+from tao_harness.proxy.conversation import Asked
 from tao_harness.proxy.coordinator_client import CoordinatorClient
 from tao_harness.proxy.messages import Admission, AdmitRequest, RequestAnswer, RequestReport
 from tao_harness.proxy.failover import Relay, Retry
-from tao_harness.proxy.identity import BadSessionId, SessionIdentity, checked_id, identify_session
+from tao_harness.proxy.identity import BadSessionId, SessionIdentity, checked_id, harness_of, identify_session
 from tao_harness.proxy.leases import LeaseTable
 from tao_harness.proxy.shared_prefix import shared_prefix
 from tao_harness.proxy.routing import AffinityRouter, pin_headers
 from tao_harness.proxy.splice import Unresumable
+from tao_harness.proxy.telemetry import Reading, Telemetry
 from tao_harness.proxy.usage import ApiKind, Usage, UsageTracker
 
 log = logging.getLogger(__name__)
@@ -42,6 +46,7 @@ GENERATION_PATHS: dict[str, ApiKind] = {
     "/v1/chat/completions": "openai",
     "/v1/completions": "openai",
     "/v1/messages": "anthropic",
+    "/v1/responses": "responses",
 }
 HOP_BY_HOP = frozenset(
     h.lower() for h in ("Host", "Content-Length", "Connection", "Keep-Alive", "Transfer-Encoding", "TE",
@@ -65,6 +70,8 @@ class ProxyState:
     coordinator: CoordinatorClient | None
     # The coordinator's holders, kept by the coordinator channel (empty without one).
     leases: LeaseTable = field(default_factory=LeaseTable)
+    # Tool calls and conversations read from the traffic (with a coordinator and `tool_telemetry`).
+    telemetry: Telemetry | None = None
     # Request ids: this process's random prefix and a counter (cheaper than a uuid4 per request).
     _id_prefix: str = field(default_factory=lambda: f"tao-{secrets.token_hex(8)}-")
     _ids: Iterator[int] = field(default_factory=itertools.count)
@@ -153,12 +160,30 @@ async def handle(request: web.Request) -> web.StreamResponse:
         request_id = checked_id(request.headers.get("X-Request-Id") or state.new_request_id(), "X-Request-Id")
     except BadSessionId as exc:
         return _error(400, str(exc))
+    api = GENERATION_PATHS.get(identity.path) if request.method == "POST" else None
+    telemetry = state.telemetry if api is not None else None
+    conversation: Asked | None = None
+    if telemetry is not None and api is not None:
+        identity, conversation = telemetry.identify(identity, body, api)
+        telemetry.request(identity.session, body, api, started)  # before its admission: the tools ended
     if identity.source == "connection":
         log.warning("no session id on %s %s; using one session per connection (%s)",
                     request.method, identity.path, identity.session)
-    api = GENERATION_PATHS.get(identity.path) if request.method == "POST" else None
+    try:
+        return await _forward(request, state, identity, api, request_id, raw, body, started, clock0,
+                              conversation)
+    finally:
+        if telemetry is not None and conversation is not None:
+            telemetry.end(conversation)
+
+
+async def _forward(request: web.Request, state: ProxyState, identity: SessionIdentity, api: ApiKind | None,
+                   request_id: str, raw: bytes, body: Any, started: float, clock0: float,
+                   conversation: Asked | None) -> web.StreamResponse:
+    """The request's upstream attempts, until one answers or none is left."""
     streaming = isinstance(body, dict) and body.get("stream") is True
     relay = Relay(api, identity.path, request.query_string, body, streaming, clock0)
+    harness = harness_of(request.headers) if state.telemetry is not None else None
     exclude: tuple[str, ...] = ()
     report: _Report | None = None
     for _attempt in range(state.config.connect_retries + 1):
@@ -167,6 +192,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
             _close(report)
             return await relay.give_up(request, _CUT, _error(503, "no replica available"))
         report = _Report(state, identity.session, request_id, admission, started, clock0, relay)
+        reading = (state.telemetry.reading(identity.session, request_id, harness, conversation, relay.upstream_api)
+                   if state.telemetry is not None and api is not None else None)
         try:
             headers = _forward_headers(request, admission.headers, request_id)
             path, data = await relay.next_request(state.http, admission.base_url, headers, raw)
@@ -185,7 +212,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
             report.send("cancelled" if isinstance(exc, asyncio.CancelledError) else "error", None, None)
             raise
         try:
-            return await _pass_through(request, upstream, report, api, relay)
+            return await _pass_through(request, upstream, report, api, relay, reading)
         except Retry:
             exclude += (admission.replica,)
         finally:
@@ -284,18 +311,27 @@ def _client_response(upstream: aiohttp.ClientResponse, held: bool) -> web.Stream
 
 
 async def _pass_through(request: web.Request, upstream: aiohttp.ClientResponse, report: _Report,
-                        api: ApiKind | None, relay: Relay) -> web.StreamResponse:
-    tracker = UsageTracker(relay.upstream_api, relay.streaming) if api is not None else None
+                        api: ApiKind | None, relay: Relay, reading: Reading | None) -> web.StreamResponse:
+    tracker = (UsageTracker(relay.upstream_api, relay.streaming, reading.reader if reading is not None else None)
+               if api is not None else None)
     status = "cancelled"
     final = True
     answered = False  # the replica's whole response was read
     try:
         await relay.open(request, _client_response(upstream, api is not None), upstream)
+        telemetry = report.state.telemetry if upstream.status < 400 else None  # an error has no turn
         async for chunk in upstream.content.iter_any():
             if tracker is not None and tracker.feed(chunk) and report.ttft_s is None:
                 report.ttft_s = time.monotonic() - report.clock0
+            if reading is not None and telemetry is not None and tracker is not None and tracker.complete:
+                # The stream's closing event is in this chunk: its calls start before the client has it,
+                # so the next request, which may come the moment it does, finds them.
+                telemetry.response(reading, time.time())
             await relay.write(request, chunk, tracker is not None and tracker.first_token_seen)
         answered = True
+        if reading is not None and telemetry is not None and tracker is not None:
+            tracker.finish()  # a whole body (`finish` reads it) is still held: it goes out below
+            telemetry.response(reading, time.time())
         await relay.finish(request)
         status = "ok" if upstream.status < 400 else "error"
         return relay.response
@@ -355,7 +391,8 @@ def build_app(config: ProxyConfig, replicas: tuple[ReplicaSpec, ...], token: str
                                   config.coordinator_grace_s, token, config.coordinator_unresponsive_s, leases)
                 if config.coordinator_url else None
             )
-            app[STATE] = ProxyState(config, http, AffinityRouter(replicas), coordinator, leases)
+            telemetry = Telemetry(coordinator) if coordinator is not None and config.tool_telemetry else None
+            app[STATE] = ProxyState(config, http, AffinityRouter(replicas), coordinator, leases, telemetry)
             following = None
             if coordinator is not None and coordinator.channel is not None:
                 following = asyncio.create_task(coordinator.channel.run())

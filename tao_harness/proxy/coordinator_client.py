@@ -9,9 +9,10 @@ nothing at all for `unresponsive_s` counts as gone (hung). After a failure the c
 mode for a back-off interval so agents never pay a connect timeout per request; reports made meanwhile
 are dropped (the coordinator re-learns cache state from the next reports).
 
-Reports and lease notices (`record_leased`, `report`, `withdraw`) return at once: they go out over the
-coordinator channel while it is open (proxy.channel), else as HTTP requests in the background. A
-session's messages arrive in the order sent, and its next admission only after them (`admit` waits).
+Reports, lease notices and tool events (`record_leased`, `report`, `withdraw`, `events`) return at
+once: they go out over the coordinator channel while it is open (proxy.channel), else as HTTP requests
+in the background. A session's messages arrive in the order sent, and its next admission only after
+them (`admit` waits).
 
 Every admission names this proxy's instance id (`proxy`, a fresh one per process): the coordinator ends
 the requests of a proxy that went away without reporting them (coordinator.owners).
@@ -23,11 +24,12 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 import aiohttp
 
+from tao_harness.events import ToolEvent, event_to_json
 from tao_harness.proxy.channel import CoordinatorChannel, Message
 from tao_harness.proxy.leases import LeaseTable
 from tao_harness.proxy.messages import Admission, AdmitRequest, RequestReport
@@ -37,7 +39,7 @@ log = logging.getLogger(__name__)
 
 BACKOFF_S = 2.0
 # The HTTP route of each kind of message the channel carries.
-_ROUTES = {"leased": "/v1/admit", "done": "/v1/requests/done"}
+_ROUTES = {"leased": "/v1/admit", "done": "/v1/requests/done", "events": "/v1/events"}
 
 
 class _NoAnswer(Exception):
@@ -149,6 +151,10 @@ class CoordinatorClient:
         """`urgent`: without lingering in the channel (the session's next request will ask for an
         admission, which waits for this report)."""
         self._tell("done", report.session, report.to_json(), urgent)
+
+    def events(self, session: str, events: Sequence[ToolEvent]) -> None:
+        """Tool events the proxy read from the traffic of `session`, in order with its other messages."""
+        self._tell("events", session, {"events": [event_to_json(event) for event in events]})
 
     def _tell(self, kind: str, session: str, body: dict[str, Any], urgent: bool = False) -> None:
         """Over the channel while it is open, unless an earlier message of the session still goes over HTTP."""

@@ -4,10 +4,13 @@ First match wins, most explicit first:
 1. `X-TAO-Session` header (set by `tao-run` and the shims);
 2. path prefix `/s/{session}/...` (for clients that can only change the base URL);
 3. `X-Claude-Code-Session-Id` (Claude Code; equals its hooks' `session_id`);
-4. `X-Session-ID`, then `x-session-affinity` (OpenCode, vllm-router style clients);
+4. `X-Session-ID`, then `x-session-affinity` (OpenCode, vllm-router style clients), then `session-id`
+   (the Codex CLI);
 5. body `metadata.session_id`, `metadata.program_id` / top-level `program_id`, then `user`
    (OpenAI) or `metadata.user_id` (Anthropic);
-6. none: the caller falls back to one session per client connection and logs a warning.
+6. none: the caller tells the session by its conversation (proxy.conversation: the chain of digests of
+   its message list) where the request has one and tool telemetry is on, else falls back to one
+   session per client connection and logs a warning.
 
 An id that matched but cannot be used — a control or other unprintable character (it would go out in
 a pinning header), or longer than the history store keeps — is refused with `BadSessionId` naming where
@@ -19,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
-SessionSource = Literal["tao-header", "path", "claude-code", "session-header", "body", "connection"]
+SessionSource = Literal["tao-header", "path", "claude-code", "session-header", "body", "conversation",
+                        "connection"]
 
 SESSION_PATH_PREFIX = "/s/"
 # The history store's limit for ids (store.models).
@@ -29,6 +33,7 @@ _HEADERS: tuple[tuple[str, SessionSource], ...] = (
     ("X-Claude-Code-Session-Id", "claude-code"),
     ("X-Session-ID", "session-header"),
     ("x-session-affinity", "session-header"),
+    ("session-id", "session-header"),
 )
 
 
@@ -39,6 +44,16 @@ class SessionIdentity:
     source: SessionSource
     # The upstream path with any `/s/{session}` prefix removed.
     path: str
+
+
+def harness_of(headers: Mapping[str, str]) -> str | None:
+    """The harness a request comes from, where its headers say (the shims' spelling), else None."""
+    if "X-Claude-Code-Session-Id" in headers:
+        return "claude-code"
+    agent = headers.get("User-Agent", "").lower()
+    if agent.startswith("claude-cli"):
+        return "claude-code"
+    return next((name for name in ("opencode", "codex") if name in agent), None)
 
 
 class BadSessionId(ValueError):

@@ -32,6 +32,8 @@ def shared_prefix(body: Any, api: str) -> SharedPrefix | None:
         return None
     if api == "anthropic":
         instructions: Any = body.get("system")
+    elif api == "responses":
+        instructions = body.get("instructions")
     else:
         messages = body.get("messages")
         instructions = []

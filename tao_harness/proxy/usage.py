@@ -6,17 +6,21 @@ a plain JSON body it parses once at the end. Missing usage fields mean "unknown"
 (vLLM omits `prompt_tokens_details` unless `--enable-prompt-tokens-details`, and when the hit is 0).
 
 Anthropic's `input_tokens` excludes cache reads and writes, so its prompt size is
-`input_tokens + cache_read_input_tokens + cache_creation_input_tokens`.
+`input_tokens + cache_read_input_tokens + cache_creation_input_tokens`. The OpenAI Responses API (the
+Codex CLI's) reports `input_tokens` (the whole prompt), `input_tokens_details.cached_tokens` and
+`output_tokens` in the response that `response.completed` carries; its content comes as `*.delta` events.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from tao_harness import fastjson
 
-ApiKind = Literal["openai", "anthropic"]
+ApiKind = Literal["openai", "anthropic", "responses"]
+# Events that end a Responses stream (the response they carry has its usage).
+_RESPONSE_ENDS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +62,15 @@ def _anthropic_usage(usage: Any, previous: Usage) -> Usage:
     )
 
 
+def _responses_usage(response: Any) -> Usage | None:
+    usage = response.get("usage") if isinstance(response, dict) else None
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("input_tokens_details")
+    cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
+    return Usage(_int(usage.get("input_tokens")), cached, _int(usage.get("output_tokens")))
+
+
 def _openai_has_content(chunk: dict[str, Any]) -> bool:
     for choice in chunk.get("choices") or ():
         if not isinstance(choice, dict):
@@ -75,12 +88,21 @@ def _openai_has_content(chunk: dict[str, Any]) -> bool:
     return False
 
 
-class UsageTracker:
-    """Feed response bytes in order; read `usage` at the end and `first_token_seen` any time."""
+class TurnObserver(Protocol):
+    """Reads the assistant message from the same parsed events (proxy.turns.TurnReader); never raises."""
 
-    def __init__(self, api: ApiKind, streaming: bool) -> None:
+    def on_event(self, message: dict[str, Any]) -> None: ...
+    def on_body(self, message: dict[str, Any]) -> None: ...
+
+
+class UsageTracker:
+    """Feed response bytes in order; read `usage` at the end and `first_token_seen` any time. `turn`,
+    when given, sees every event (or the body) too: each is parsed once for both."""
+
+    def __init__(self, api: ApiKind, streaming: bool, turn: TurnObserver | None = None) -> None:
         self._api = api
         self._streaming = streaming
+        self._turn = turn
         self._buffer = bytearray()
         self.usage = Usage()
         self.first_token_seen = False
@@ -104,6 +126,7 @@ class UsageTracker:
         return self.first_token_seen and not before
 
     def finish(self) -> Usage:
+        """The usage, once the rest of the bytes are read; calling it again reads nothing more."""
         if self._streaming:
             if self._buffer.strip():
                 self._on_event(bytes(self._buffer))
@@ -134,6 +157,8 @@ class UsageTracker:
             self._on_message(message)
 
     def _on_message(self, message: dict[str, Any]) -> None:
+        if self._turn is not None:
+            self._turn.on_event(message)
         if self._api == "openai":
             usage = _openai_usage(message.get("usage"))
             if usage is not None:
@@ -142,6 +167,13 @@ class UsageTracker:
                 self.first_token_seen = True
             return
         kind = message.get("type")
+        if self._api == "responses":
+            if isinstance(kind, str) and kind.endswith(".delta"):
+                self.first_token_seen = True
+            elif kind in _RESPONSE_ENDS:
+                self.usage = _responses_usage(message.get("response")) or self.usage
+                self.complete = True
+            return
         if kind == "message_start" and isinstance(message.get("message"), dict):
             self.usage = _anthropic_usage(message["message"].get("usage"), self.usage)
         elif kind == "message_delta":
@@ -161,7 +193,11 @@ class UsageTracker:
             return
         if not isinstance(message, dict):
             return
+        if self._turn is not None:
+            self._turn.on_body(message)
         if self._api == "openai":
             self.usage = _openai_usage(message.get("usage")) or self.usage
+        elif self._api == "responses":
+            self.usage = _responses_usage(message) or self.usage
         else:
             self.usage = _anthropic_usage(message.get("usage"), self.usage)

@@ -45,7 +45,8 @@ def reasoning_text(tokens: int, seed: int) -> str:
 
 
 def _arguments(tool: ToolSpec, command: str, turn: ScenarioTurn) -> str:
-    args: dict[str, object] = {"command": command}
+    key = "cmd" if "cmd" in tool.properties and "command" not in tool.properties else "command"
+    args: dict[str, object] = {key: command}
     if "description" in tool.properties:
         args["description"] = (
             turn.description or f"Run {command.split()[0] if command.split() else 'command'}"
@@ -115,8 +116,9 @@ def _script_reply(request: ChatRequest, scenario: Scenario, call_id_prefix: str)
     # Loading a deferred tool is not a step of the script.
     progress = request.tool_results - len(request.results_of(TOOL_SEARCH))
     turn = scenario.turn(progress)
+    # A shell tool: by name, else any tool taking a `command` (or, as Codex's `exec_command`, a `cmd`).
     bash = request.find_tool("Bash", "bash") or next(
-        (t for t in request.tools if "command" in t.properties), None
+        (t for t in request.tools if "command" in t.properties or "cmd" in t.properties), None
     )
     tool, command = bash, turn.bash
     if turn.is_final:

@@ -112,6 +112,7 @@ def build_app(settings: ReplicaConfig, scenario: Scenario, token: str | None = N
     app.router.add_post("/v1/chat/completions", routes.chat_completions)
     app.router.add_post("/v1/completions", routes.completions)
     app.router.add_post("/v1/messages", routes.messages)
+    app.router.add_post("/v1/responses", routes.responses)
     app.router.add_post("/v1/messages/count_tokens", routes.count_tokens)
     app.router.add_post("/tokenize", routes.tokenize)
     app.router.add_post("/detokenize", routes.detokenize)

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 Role = Literal["system", "user", "assistant", "tool"]
-ApiKind = Literal["openai", "anthropic", "completions"]
+ApiKind = Literal["openai", "anthropic", "completions", "responses"]
 
 
 def canonical_json(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""The generation endpoints: OpenAI chat/completions and Anthropic messages, streamed or whole.
+"""The generation endpoints: OpenAI chat/completions and responses, Anthropic messages, streamed or whole.
 
 Each handler parses its API's body into a `ChatRequest`, asks the scripted agent for the reply, renders
 prompt and reply to token ids, and runs them on the chosen rank; the API's formatter turns the generated
@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ValidationError, model_validator
 
-from tao_harness.replica import anthropic_format, openai_format, tokenizer
+from tao_harness.replica import anthropic_format, openai_format, responses_format, tokenizer
 from tao_harness.replica.agent import continue_reply, reasoning_text, script_reply
 from tao_harness.replica.chat import (ChatRequest, Progress, Reply, ReplyFormatter, ReplyToken, Usage,
                                      WireModel)
@@ -220,23 +220,41 @@ async def completions(request: web.Request) -> web.StreamResponse:
 async def messages(request: web.Request) -> web.StreamResponse:
     body = await read_body(request, anthropic_format.MessagesBody)
     chat = anthropic_format.parse_messages(body, request_id(request))
-    check_model(request, chat.model)
-    scenario = request.app[SCENARIO]
-    run = await _Run.prepare(request, chat,
-                             lambda: (script_reply(chat, scenario, anthropic_format.TOOL_CALL_ID_PREFIX), 0))
+    run = await _scripted(request, chat, anthropic_format.TOOL_CALL_ID_PREFIX)
     formatter = anthropic_format.MessagesFormatter(
         chat, run.reply.tool_calls, run.truncated, usage_details(request)
     )
-    if not chat.stream:
-        return web.json_response(formatter.message(await run.collect(formatter)))
+    return await _named_events(request, run, formatter, formatter.message)
 
-    def encode(step: Progress) -> list[bytes]:
-        return [
-            f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
-            for name, data in formatter.stream_events(step)
-        ]
 
-    return await _stream(request, run.start(), encode)
+async def responses(request: web.Request) -> web.StreamResponse:
+    """OpenAI Responses (the Codex CLI's only API): the scripted agent's reply as output items."""
+    body = await read_body(request, responses_format.ResponsesBody)
+    chat = responses_format.parse_responses(body, request_id(request))
+    run = await _scripted(request, chat, responses_format.TOOL_CALL_ID_PREFIX)
+    formatter = responses_format.ResponsesFormatter(chat, run.reply.tool_calls, run.truncated)
+    return await _named_events(request, run, formatter, formatter.response)
+
+
+async def _scripted(request: web.Request, chat: ChatRequest, call_id_prefix: str) -> _Run:
+    """The scripted agent's reply to `chat`, ready to run."""
+    check_model(request, chat.model)
+    scenario = request.app[SCENARIO]
+    return await _Run.prepare(request, chat, lambda: (script_reply(chat, scenario, call_id_prefix), 0))
+
+
+async def _named_events(request: web.Request, run: _Run,
+                        formatter: anthropic_format.MessagesFormatter | responses_format.ResponsesFormatter,
+                        whole: Callable[[Usage], dict[str, Any]]) -> web.StreamResponse:
+    """The reply whole (`whole` of its usage), or streamed as named events (Anthropic's and Responses')."""
+    if not run.chat.stream:
+        return web.json_response(whole(await run.collect(formatter)))
+    return await _stream(request, run.start(), lambda step: [_event(*e) for e in formatter.stream_events(step)])
+
+
+def _event(name: str, data: dict[str, Any]) -> bytes:
+    """A named server-sent event (Anthropic's and the Responses API's streams)."""
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
 class TokenizeBody(WireModel):

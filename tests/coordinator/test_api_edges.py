@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -99,3 +100,26 @@ async def test_a_frame_holding_a_list_of_messages_applies_each_in_order(serve: S
             await asyncio.sleep(0.01)
     assert coordinator.counters.leased_requests == 2  # the malformed one between them is dropped alone
     assert {"first", "third"} <= set(coordinator._sizes)
+
+
+async def test_tool_events_from_the_proxy_are_checked_like_a_shims(serve: Serve) -> None:
+    """A `source` that is neither shim nor proxy is a 400 naming it over HTTP; over the channel the bad
+    events message is dropped alone and the proxy's good one after it applies."""
+    coordinator, url = await _coordinator(serve)
+    start = {"type": "tool_start", "session": "s", "call_id": "c1", "tool_name": "bash", "at": 1.0,
+             "command": "sleep 1", "source": "proxy"}
+    async with aiohttp.ClientSession() as http:
+        async with http.post(url + "/v1/events", json={"events": [start | {"source": "gateway"}]}) as response:
+            assert response.status == 400
+            assert "events[0].source" in (await response.json())["error"]["message"]
+        async with http.ws_connect(url + "/v1/channel") as ws:
+            assert (await ws.receive_json(timeout=5))["type"] == "hello"
+            bad = {"seq": 1, "type": "events", "body": {"events": [start | {"source": 7}]}}
+            good = {"seq": 2, "type": "events", "body": {"events": [start | {"at": time.time()}]}}
+            await ws.send_str(json.dumps([bad, good]))
+            for _ in range(200):
+                if coordinator.state.has_session("s") and coordinator.state.predicted_return("s") is not None:
+                    break
+                await asyncio.sleep(0.01)
+            assert not ws.closed
+    assert coordinator.state.predicted_return("s") is not None  # the proxy's start opened the call

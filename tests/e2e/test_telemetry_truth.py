@@ -11,13 +11,16 @@ own timestamps. Durations are checked against the agent's own clock, never again
 Cases: a sleep hint, a command that exits 3, a GNU `timeout` kill, a tool-timeout kill, a background
 launch (`run_in_background`, Claude Code only; elsewhere the harness runs it in the foreground), a
 trailing `&`, Monitor in both Claude Code configurations (a shell call elsewhere), and the sessions' attribution with five sessions at once.
+The proxy reads every call from the traffic as well (tool telemetry is on): the rows must still be one
+per call with the shim's values, and the proxy's own spans, captured as they reach the coordinator, must
+hold the shim's; how much longer they are is printed.
 All in one test, so `make test`'s xdist workers run the agents once; it prints the case x harness table.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +31,7 @@ from sqlalchemy import select
 
 from tao_harness.config import ReplicaConfig, load_config
 from tao_harness.coordinator.embedded import EmbeddedCluster
+from tao_harness.events import ToolEvent, ToolStart
 from tao_harness.outcomes import status_of_exit
 from tao_harness.replica.app import build_app as build_replica
 from tao_harness.replica.scenario import load_scenario
@@ -35,7 +39,7 @@ from tao_harness.serving import start_site
 from tao_harness.store.engine import open_store
 from tao_harness.store.models import LLMRequest, ToolCall
 
-from .agent_env import AGENT_ENV
+from .agent_env import agent_environment, run_agent
 from .transcripts import SeenCall, SeenJob, Transcript, claude_stream, mini_trajectory, opencode_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -100,6 +104,8 @@ class Session:
     calls: dict[str, ToolCall]
     requests: int
     stderr: str
+    # The proxy's own reading of each call from the traffic (it runs too): call id -> (start, end or None).
+    proxy_spans: dict[str, tuple[float, float | None]]
 
     def recorded(self, seen: SeenCall) -> ToolCall:
         assert seen.call_id in self.calls, (seen, sorted(self.calls), self.stderr[-2000:])
@@ -110,36 +116,11 @@ def _installed() -> bool:
     return (AGENTS_BIN / "claude").exists() and (AGENTS_BIN / "opencode").exists() and (MINI_BIN / "mini").exists()
 
 
-def _environment(directory: Path, agent: Agent) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("TAO_", "ANTHROPIC_", "OPENAI_", "OPENCODE_", "CLAUDE"))
-           and key not in ("ENABLE_TOOL_SEARCH", "PYTHONPATH")}
-    home = directory / "home"
-    home.mkdir()
-    env.update({
-        "HOME": str(home), "XDG_DATA_HOME": str(home / "data"), "XDG_STATE_HOME": str(home / "state"),
-        "XDG_CONFIG_HOME": str(home / "config"), "XDG_CACHE_HOME": str(home / "cache"), **AGENT_ENV,
-    })
-    env.update(agent.env)
-    return env
-
-
 async def _run(agent: Agent, directory: Path, coordinator: str, proxy: str) -> tuple[int, str]:
     directory.mkdir()
-    stdout = (directory / "stdout.jsonl").open("wb")
-    stderr = (directory / "stderr.txt").open("wb")
-    with stdout, stderr:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tao_harness.cli.run", "--coordinator", coordinator, "--proxy", proxy,
-            "--session", f"truth-{agent.name}", "--harness", agent.harness, "--", *agent.argv(directory),
-            stdin=asyncio.subprocess.DEVNULL, stdout=stdout, stderr=stderr, cwd=directory,
-            env=_environment(directory, agent))
-        try:
-            code = await asyncio.wait_for(process.wait(), RUN_TIMEOUT_S)
-        finally:
-            if process.returncode is None:
-                process.kill()
-    return code, (directory / "stderr.txt").read_text(errors="replace")
+    argv = [sys.executable, "-m", "tao_harness.cli.run", "--coordinator", coordinator, "--proxy", proxy,
+            "--session", f"truth-{agent.name}", "--harness", agent.harness, "--", *agent.argv(directory)]
+    return await run_agent(argv, directory, agent_environment(directory, agent.env), RUN_TIMEOUT_S)
 
 
 async def _run_all(root: Path) -> dict[str, Session]:
@@ -150,6 +131,7 @@ async def _run_all(root: Path) -> dict[str, Session]:
         config = load_config(None, {"store.url": db_url,
                                     "cluster.replicas": [{"id": "r0", "base_url": replica_url}]})
         async with EmbeddedCluster(config) as cluster:
+            spans = _capture_proxy_spans(cluster)
             results = await asyncio.gather(*(
                 _run(agent, root / agent.name, cluster.coordinator_url, cluster.proxy_url) for agent in AGENTS))
     finally:
@@ -161,8 +143,28 @@ async def _run_all(root: Path) -> dict[str, Session]:
             calls = {c.id: c for c in conn.execute(select(ToolCall).where(ToolCall.session_id == session))}
             requests = len(list(conn.execute(select(LLMRequest.id).where(LLMRequest.session_id == session))))
             seen = agent.read(root / agent.name) if code == 0 else Transcript()
-            sessions[agent.name] = Session(agent, code, seen, calls, requests, stderr)
+            sessions[agent.name] = Session(agent, code, seen, calls, requests, stderr, spans.get(session, {}))
     return sessions
+
+
+def _capture_proxy_spans(cluster: EmbeddedCluster) -> dict[str, dict[str, tuple[float, float | None]]]:
+    """The tool events the proxy reports from the traffic, as they reach the coordinator, per session."""
+    coordinator = cluster.coordinator
+    assert coordinator is not None
+    spans: dict[str, dict[str, tuple[float, float | None]]] = {}
+    apply = coordinator.tool_event
+
+    def capture(event: ToolEvent) -> None:
+        if event.source == "proxy":
+            calls = spans.setdefault(event.session, {})
+            if isinstance(event, ToolStart):
+                calls[event.call_id] = (event.at, None)
+            elif event.call_id in calls:
+                calls[event.call_id] = (calls[event.call_id][0], event.at)
+        apply(event)
+
+    coordinator.tool_event = capture  # type: ignore[method-assign]
+    return spans
 
 
 def _expected_status(seen: SeenCall) -> str:
@@ -293,10 +295,33 @@ def monitor(session: Session) -> Row:
 def attribution(session: Session) -> Row:
     own = set(session.seen.calls)
     jobs = {f"{c.call_id}:job" for c in session.seen.calls.values() if c.job is not None}
-    assert set(session.calls) == own | jobs  # every call it made, nothing from the other sessions
+    # every call it made, nothing from the other sessions, and once though the proxy read them all too
+    assert set(session.calls) == own | jobs
     assert all(c.harness == session.agent.harness and c.ended_at is not None for c in session.calls.values())
+    assert {c.source for c in session.calls.values()} == {"shim"}  # the shim's values kept
     assert session.requests >= len(own)  # one LLM request per tool result at least, attributed to it
     return f"{len(own)} calls + {len(jobs)} jobs", f"{len(session.calls)} rows, {session.requests} requests"
+
+
+def proxy_beside_shim(session: Session) -> Row:
+    """The proxy read every call from the traffic as well, and its span holds the shim's: it starts at
+    the response's end, before the harness launched the tool, and ends at the request that carried the
+    result. How much longer it is is printed (the distribution over all harnesses after the table)."""
+    assert set(session.proxy_spans) == set(session.seen.calls)
+    longer, before, after = [], [], []
+    for call_id, (start, end) in session.proxy_spans.items():
+        row = session.calls[call_id]
+        assert start <= row.started_at + CLOCK_SLACK_S
+        if end is not None:  # None: the agent's last call, no request followed (mini-SWE-agent's submit)
+            assert end >= row.ended_at - CLOCK_SLACK_S
+            longer.append((end - start) - row.duration_s)
+            before.append(row.ended_at - row.duration_s - start)  # response end -> the harness launched it
+            after.append(end - row.ended_at)  # it returned -> the harness sent the next request
+    DURATION_GAPS.extend(longer)
+    within = sum(gap <= 0.5 for gap in longer)
+    return (f"{len(session.seen.calls)} calls", f"{len(session.proxy_spans)} read, {within}/{len(longer)} "
+            f"within 0.5 s of the shim, max +{max(longer):.2f}s (median {statistics.median(before):.2f}s "
+            f"before the launch, {statistics.median(after):.2f}s after the return)")
 
 
 MONITOR_COMMAND = "for i in 1 2 3; do echo tick $i; sleep 0.3; done"
@@ -309,7 +334,10 @@ CASES: dict[str, Callable[[Session], Row]] = {
     "trailing &": trailing_ampersand,
     "Monitor": monitor,
     "5 sessions at once": attribution,
+    "proxy beside shim": proxy_beside_shim,
 }
+# The proxy's span minus the shim's duration of the same call, over every harness (proxy_beside_shim).
+DURATION_GAPS: list[float] = []
 
 
 def test_recorded_calls_match_what_each_agent_saw(tmp_path: Path) -> None:
@@ -329,4 +357,9 @@ def test_recorded_calls_match_what_each_agent_saw(tmp_path: Path) -> None:
                 failures.append(f"{case} / {name}: {type(exc).__name__}: {exc}")
                 table.append(f"{case:<20} {name:<18} FAILED")
     print("\n".join(table))
+    if DURATION_GAPS:
+        gaps = sorted(DURATION_GAPS)
+        print(f"proxy span - shim duration over {len(gaps)} calls: median {statistics.median(gaps):+.3f} s, "
+              f"p90 {gaps[int(0.9 * (len(gaps) - 1))]:+.3f} s, max {gaps[-1]:+.3f} s, "
+              f"within 0.5 s: {sum(abs(g) <= 0.5 for g in gaps)}/{len(gaps)}")
     assert not failures, "\n".join(failures + table)

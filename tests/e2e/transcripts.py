@@ -5,7 +5,9 @@
   prints no stream, its session transcript file (the same messages; job ends as queued notices);
 - OpenCode: `--format json` (`tool_use` parts with `state.time`, `state.metadata.exit`, output);
 - mini-SWE-agent: its trajectory file (`-o`): tool calls, `extra.returncode`, `extra.exception_type`,
-  `extra.timestamp`, and the environment timeout in `info.config`.
+  `extra.timestamp`, and the environment timeout in `info.config`;
+- Codex CLI: `codex exec --json` (`command_execution` items: the command as run, `exit_code`, `status`;
+  no timestamps, and item ids of its own, not the model's call ids).
 Parsed independently of the shims (plain field reads), so a shim bug cannot hide in both.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -171,4 +174,21 @@ def mini_trajectory(path: Path) -> Transcript:
             code = extra.get("returncode")
             call.exit_code = code if isinstance(code, int) and code >= 0 else None
             call.failed = bool(extra.get("exception_info"))
+    return seen
+
+
+def codex_json(path: Path) -> Transcript:
+    """Codex's JSONL events; a call is keyed by its item id and found by its command (`bash -lc CMD` → CMD)."""
+    seen = Transcript()
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        item = record.get("item") or {}
+        if record.get("type") != "item.completed" or item.get("type") != "command_execution":
+            continue
+        words = shlex.split(item["command"])
+        command = words[-1] if len(words) == 3 and words[1] == "-lc" else item["command"]
+        call = SeenCall(item["id"], "exec_command", command, {"cmd": command})
+        call.exit_code = item.get("exit_code") if isinstance(item.get("exit_code"), int) else None
+        call.failed = item.get("status") == "failed"
+        seen.calls[call.call_id] = call
     return seen

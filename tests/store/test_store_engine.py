@@ -98,13 +98,13 @@ def test_older_database_is_upgraded_keeping_rows(db_url: str, version: int) -> N
     with open_store(db_url) as store, store.engine.begin() as conn:
         _downgrade(conn, version)
     with open_store(db_url, create=False) as store:
-        assert store.schema_version == SCHEMA_VERSION == 5
+        assert store.schema_version == SCHEMA_VERSION == 6
         inspector = inspect(store.engine)
         assert "time_scale" in {c["name"] for c in inspector.get_columns("sessions")}
         assert inspector.has_table("llm_attempts")
         assert "attempts" in {c["name"] for c in inspector.get_columns("llm_requests")}
         columns = {c["name"] for c in inspector.get_columns("tool_calls")}
-        assert "env_timeout_s" in columns and inspector.has_table("plans")
+        assert {"env_timeout_s", "source"} <= columns and inspector.has_table("plans")
         assert inspector.get_pk_constraint("tool_calls")["constrained_columns"] == ["session_id", "id"]
         indexes = {ix["name"] for ix in inspector.get_indexes("tool_calls")}
         assert {"ix_tool_calls_family_ended", "ix_tool_calls_session_started", "ix_tool_calls_started_at"} <= indexes

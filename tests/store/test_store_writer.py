@@ -5,6 +5,7 @@ import concurrent.futures
 import multiprocessing
 import threading
 import time
+from dataclasses import replace
 from collections.abc import Callable
 
 import pytest
@@ -375,3 +376,30 @@ def test_closing_gives_up_on_a_database_that_stopped_answering(
         go_on.set()  # the write ends at last: the thread, stopping, lets go
         writer._thread.join(10)
         assert not writer._thread.is_alive()
+
+
+@pytest.mark.parametrize("separate_batches", [True, False])
+@pytest.mark.parametrize("proxy_first", [True, False])
+def test_a_shims_record_of_a_call_wins_over_the_proxys(db_url: str, separate_batches: bool,
+                                                       proxy_first: bool) -> None:
+    """The proxy's span (read from the traffic) only fills in what the shim's record left unknown, in
+    either order of arrival, within one batch or across batches."""
+    proxy = [ToolCallRecord(id="c1", session_id="s1", tool_name="Bash", command="pytest -x", started_at=99.0,
+                            harness=None, source="proxy", args={"command": "pytest -x", "description": "d"}),
+             ToolCallRecord(id="c1", session_id="s1", ended_at=103.5, duration_s=4.5, status="error",
+                            source="proxy")]
+    shim = [replace(_start("c1", "s1"), args=None, source="shim"),
+            ToolCallRecord(id="c1", session_id="s1", ended_at=102.5, duration_s=2.5, status="ok", exit_code=0,
+                           source="shim")]
+    with open_store(db_url) as store:
+        with StoreWriter(store) as writer:
+            for record in (*proxy, *shim) if proxy_first else (*shim, *proxy):
+                writer.submit(record)
+                if separate_batches:
+                    writer.flush()
+        with store.engine.connect() as conn:
+            [row] = conn.execute(select(ToolCall)).all()
+    assert (row.started_at, row.ended_at, row.duration_s, row.status, row.exit_code, row.harness) == (
+        100.0, 102.5, 2.5, "ok", 0, "claude_code")
+    assert row.source == "shim"
+    assert row.args == {"command": "pytest -x", "description": "d"}  # only the proxy knew it: filled in
