@@ -156,14 +156,20 @@ def kept_value(snapshot: Snapshot, view: ValueView) -> ValueView:
 def _restore_capacity(snapshot: Snapshot, holding: dict[str, list[SessionView]],
                       acting: dict[str, list[SessionView]]
                       ) -> tuple[dict[str, int], dict[str, int], list[str], set[str]]:
-    """Release the acting sessions of nodes whose running requests alone outgrew their capacity.
+    """Release the acting sessions of nodes whose running requests alone outgrew their capacity, and, with
+    the tool-time rule, enough of them, in its order, where the holders' contexts alone no longer fit.
 
     Contexts grow after admission (each reply is added to the reservation), so a node's reservations can
-    exceed its capacity. While that is due to acting sessions it costs nothing yet: their KV is cache the
-    engine may evict, and with tools taking most of the time they rarely all run at once. Releasing one
-    then, to cover a few thousand tokens of growth, sends a whole context back through the pool, cold
-    (issue 7: Terminal-Bench, ~53k-token contexts). Once the reasoning sessions' reservations alone exceed
-    capacity the engine must preempt, and an acting session's next request there would make it worse.
+    exceed its capacity. Within the per-session reserves that costs nothing: the engine holds every
+    context. Releasing a holder then, to cover a few thousand tokens of growth, sends a whole context back
+    through the pool, cold (issue 7: Terminal-Bench, ~53k-token contexts). Once the reasoning sessions'
+    reservations alone exceed capacity the engine must preempt, and an acting session's next request there
+    would make it worse. Between the two, once the contexts themselves outgrow the node, the engine's LRU
+    evicts some holder's blocks at every turn, and holders that stay evict each other for good: measured on
+    the real-tools trace (4 replicas x 48 workers), two sessions of 172k and 198k tokens held one 270k
+    replica to their ends, each recomputing ~2M prompt tokens (ThunderAgent, which pauses acting programs
+    whenever its count of their tokens passes capacity, placed them apart: ~0.12M each). Released, the
+    holder comes back where the room is.
     Returns the exact free tokens per node afterwards (negative while over-reserved), the tokens further
     releases may still free there (`Snapshot.releasable_tokens`), the released sessions in order, and their
     ids. `holding`: every node's holders; `acting`: its acting ones, in release order.
@@ -171,11 +177,22 @@ def _restore_capacity(snapshot: Snapshot, holding: dict[str, list[SessionView]],
     free = {n.id: n.capacity_tokens - n.used_tokens for n in snapshot.nodes}
     releasable = snapshot.releasable_tokens()
     interrupts: list[str] = []
+    params = snapshot.params
     for node in snapshot.nodes:
-        running = sum(s.cost(snapshot.params) for s in holding[node.id] if s.state == "reasoning")
+        running = sum(s.cost(params) for s in holding[node.id] if s.state == "reasoning")
         if running > node.capacity_tokens:
-            release_room(free, releasable, node.id, sum(h.cost(snapshot.params) for h in acting[node.id]))
+            release_room(free, releasable, node.id, sum(h.cost(params) for h in acting[node.id]))
             interrupts += [holder.id for holder in acting[node.id]]
+            continue
+        if not params.tool_time_release:
+            continue
+        excess = sum(s.cost(params) - params.reserve_tokens for s in holding[node.id]) - node.capacity_tokens
+        for holder in release_order(snapshot, acting[node.id], every=True):
+            if excess <= 0:
+                break
+            release_room(free, releasable, node.id, holder.cost(params))
+            interrupts.append(holder.id)
+            excess -= holder.cost(params) - params.reserve_tokens
     return free, releasable, interrupts, set(interrupts)
 
 

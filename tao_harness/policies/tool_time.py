@@ -30,7 +30,9 @@ def worth_releasing(snapshot: Snapshot, holder: SessionView) -> bool:
     return tool_time_left(snapshot, holder) >= snapshot.params.release_after_reloads * reload_s(snapshot, holder)
 
 
-def release_order(snapshot: Snapshot, holders: list[SessionView]) -> list[SessionView]:
-    """The holders worth releasing, longest tool time left first (ties by id)."""
-    return sorted((h for h in holders if worth_releasing(snapshot, h)),
-                  key=lambda h: (-tool_time_left(snapshot, h), h.id))
+def release_order(snapshot: Snapshot, holders: list[SessionView], *, every: bool = False) -> list[SessionView]:
+    """The holders worth releasing, longest tool time left first (ties by id); with `every`, the others
+    follow in the same order."""
+    def key(h: SessionView) -> tuple[bool, float, str]:
+        return not worth_releasing(snapshot, h), -tool_time_left(snapshot, h), h.id
+    return sorted(holders if every else (h for h in holders if worth_releasing(snapshot, h)), key=key)

@@ -106,3 +106,19 @@ def test_the_wait_bound_releases_only_holders_whose_tool_pays_for_their_reload(s
     assert plan.interrupts == () and plan.admitted == {}
     paper = get_policy("tao").plan(snap(nodes=nodes, sessions=[stay, overdue], max_wait_s=30.0))
     assert paper.interrupts == ("stay",)  # the paper's order releases it for the overdue request
+
+
+def test_holders_whose_contexts_outgrew_their_node_are_moved_longest_tool_first(snap: Snap) -> None:
+    # Two holders of 30 and 24 quanta of context on a 50-quanta node: their contexts (not counting the
+    # per-session reserves) no longer fit, so the engine's LRU would evict one or the other at every turn.
+    nodes = [{"id": "r0", "capacity_tokens": 50 * Q, "used_tokens": 56 * Q}, {"id": "r1", "capacity_tokens": 50 * Q}]
+    big, bigger = back_in(acting("big", 26, {}), 60.0), back_in(acting("bigger", 30, {}), 300.0)
+    plan = get_policy("tao").plan(snap(nodes=nodes, sessions=[big, bigger], **PRICED))
+    assert plan.interrupts == ("bigger",)  # the longer tool goes; released, it comes back where there is room
+    # The paper's rule leaves both (it releases acting holders only for a waiting session).
+    assert get_policy("tao").plan(snap(nodes=nodes, sessions=[big, bigger])).interrupts == ()
+    # Grown past the node only by their reserves (24 + 28 quanta of context, 54 with the reserves): the
+    # engine holds both contexts, nothing is released.
+    fits = [back_in(acting("big", 26, {}), 60.0), back_in(acting("bigger", 28, {}), 300.0)]
+    nodes[0]["used_tokens"] = 54 * Q
+    assert get_policy("tao").plan(snap(nodes=nodes, sessions=fits, **PRICED)).interrupts == ()
