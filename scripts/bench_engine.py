@@ -18,9 +18,9 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from tao_harness.cli.common import format_table
 from tao_harness.engine import EngineConfig, EngineCore, EngineRequest, StepOutput
 from tao_harness.engine.hashing import extend_block_hashes
+from tao_harness.tables import format_table
 
 SYSTEM_PROMPT = list(range(1, 2001))
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import aiohttp
 
-from tao_harness.cli.common import format_table
 from tao_harness.fleet.processes import ProcessGroup
+from tao_harness.tables import format_table
 
 TAO = (sys.executable, "-m", "tao_harness.cli.main")
 CLI = ("-m", "tao_harness.cli.main")

@@ -23,11 +23,11 @@ from typing import Any
 from sqlalchemy import create_engine, make_url, text
 from sqlalchemy.pool import NullPool
 
-from tao_harness.cli.common import format_table
 from tao_harness.store.engine import open_store
 from tao_harness.store.queries import count_calls
 from tao_harness.store.records import ToolCallRecord
 from tao_harness.store.writer import StoreWriter
+from tao_harness.tables import format_table
 
 
 def _write_calls(store: Any, tag: str, calls: int) -> None:

@@ -1,6 +1,6 @@
 """Benchmark the TAO planner per snapshot shape (and on recorded snapshots); print one table.
 
-Shapes (tao_harness/planner/shapes.py): `ours` (credit on ≤ 1 node, all eligible), `multi`, `ties`,
+Shapes (scripts/planner_bench/shapes.py): `ours` (credit on ≤ 1 node, all eligible), `multi`, `ties`,
 `eligible`, `skewed`, `all` (the four at once), `everywhere` (credit on most nodes), `copies` (copies
 written together), `replicated` (copies written together on one to all nodes), `adversarial`, `crowded`,
 `degenerate`, `forks` (sessions of a few task templates: equal sizes, credits tied), `templates` (the
@@ -44,11 +44,12 @@ from pathlib import Path
 from time import process_time
 from typing import Iterable, Iterator
 
-from tao_harness.cli.common import format_table, print_json
+from planner_bench.reference import milp_lexicographic
+from planner_bench.shapes import SHAPES
+from tao_harness.cli.common import print_json
 from tao_harness.config import PlannerConfig
-from tao_harness.planner.reference import milp_lexicographic
-from tao_harness.planner.shapes import SHAPES
 from tao_harness.policies.tao import TaoPolicy
+from tao_harness.tables import format_table
 from tao_harness.types import Plan, Snapshot
 
 

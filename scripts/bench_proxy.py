@@ -240,7 +240,7 @@ def main() -> int:
         print(json.dumps({"rows": [asdict(r) for r in rows], "versions": versions}, indent=2))
         return 0
     sys.path.insert(0, str(ROOT))
-    from tao_harness.cli.common import format_table
+    from tao_harness.tables import format_table
 
     print(format_table(
         [(r.router, r.clients, r.requests, r.p50_ms, r.p99_ms, r.added_p50_ms, r.added_p99_ms, r.rate_per_s,

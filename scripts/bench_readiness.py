@@ -13,13 +13,13 @@ import random
 import time
 from collections.abc import Callable
 
-from tao_harness.cli.common import format_table
 from tao_harness.config import ReadinessConfig
 from tao_harness.readiness.accuracy import CallSample, replay_accuracy
 from tao_harness.readiness.estimator import DurationHistory, predict
 from tao_harness.readiness.family import family_key
 from tao_harness.readiness.hints import parse_hints
 from tao_harness.readiness.state import ToolExecution, readiness
+from tao_harness.tables import format_table
 
 COMMAND = "cd /repo && source .venv/bin/activate && timeout 300 python -m pytest -x tests/ 2>&1 | tail -50"
 

@@ -19,13 +19,13 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from tao_harness.cli.common import format_table
 from tao_harness.shims.claude_code.hooks import CLAUDE_HOOK_PATH, ClaudeHookTranslator
 from tao_harness.shims.delivery import CoordinatorPoster
 from tao_harness.serving import start_site
 from tao_harness.shims.forwarder import Forwarder
 from tao_harness.shims.relay import RelayState, SessionInfo, build_relay_app
 from tao_harness.shims.spool import SpoolWriter
+from tao_harness.tables import format_table
 
 
 async def _sink() -> tuple[web.AppRunner, str]:

@@ -20,9 +20,9 @@ from typing import Any
 
 import aiohttp
 
-from tao_harness.cli.common import format_table
 from tao_harness.replica.chat import ChatMessage, ChatRequest, ToolCall
 from tao_harness.replica.template import RenderCache, prompt_ids
+from tao_harness.tables import format_table
 
 BASH: dict[str, Any] = {
     "type": "function",

@@ -29,10 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tao_harness.cli.common import format_table  # noqa: E402
 from tao_harness.sim.config import SimConfig  # noqa: E402
 from tao_harness.sim.simulator import simulate  # noqa: E402
 from tao_harness.sim.workloads import generate  # noqa: E402
+from tao_harness.tables import format_table  # noqa: E402
 
 HEADERS = ["run", "policy", "wall_s", "cpu_s", "events", "events/s", "events/cpu_s", "sim_makespan_s", "speedup",
            "plans", "solve_p95_ms", "latency_s", "ttft_s", "decode_tok_s", "hit_rate", "target_s", "verdict"]

@@ -11,9 +11,11 @@ kernels then stay: the first run compiles them, ~20-60 s) or a folder holding a 
 
 Columns: each side's p50 / p95 / p99 of the per-snapshot CPU time (the fastest of `--repeat` plans: the
 least disturbed), `time ratio` = this tree's summed time over the base's, each side's `K proven` and
-`exact` (bound = objective) shares over every plan, and `K change`: this tree's summed K over the base's,
-minus 1 (plans proven at a deadline's edge make both move a little); K of the exact program (`Plan.solved`)
-when both trees report it, so admissions that interrupts made room for do not count.
+`exact` (bound = objective) shares over every plan, each side's `worst gap` (the largest proven K gap,
+(K̄ − K) / K̄, over every plan), `K change`: this tree's summed K over the base's, minus 1 (plans proven at a
+deadline's edge make both move a little), and `differ`: the snapshots whose first plans differ in (K, R, T, N).
+K of the exact program (`Plan.solved`) when both trees report it, so admissions that interrupts made room for
+do not count.
 
     .venv/bin/python scripts/bench_versus.py --base HEAD [--shapes long,multi] [--sizes 160x8]
         [--trials 40] [--repeat 3] [--seed 21] [--replay DIR] [--cpu N] [--deadline-ms 30] [--json]
@@ -34,9 +36,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from bench_planner import drawn, is_exact, k_gap, percentile, recorded, shapes_and_sizes
-from tao_harness.cli.common import format_table, print_json
+from planner_bench.shapes import SHAPES
+from tao_harness.cli.common import print_json
 from tao_harness.config import PlannerConfig
-from tao_harness.planner.shapes import SHAPES
+from tao_harness.tables import format_table
 from tao_harness.types import Snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,6 +113,7 @@ class Side:
     k_proven: float  # share of all plans
     exact: float  # share of all plans proven optimal outright (bound = objective)
     k_total: int  # summed K of each snapshot's first plan
+    worst_gap: float  # the largest proven K gap of its plans (0 when a plan has no bound: older revisions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +123,7 @@ class Pair:
     snapshots: int
     base: Side
     this: Side
+    differ: int  # snapshots whose first plans differ in (K, R, T, N)
 
     def cells(self) -> list[object]:
         ratio = self.this.total_ms / self.base.total_ms if self.base.total_ms else None
@@ -126,18 +131,20 @@ class Pair:
         return [self.shape, self.size, *self.base.cpu_ms, *self.this.cpu_ms,
                 None if ratio is None else round(ratio, 3), f"{100 * self.base.k_proven:.1f}%",
                 f"{100 * self.this.k_proven:.1f}%", f"{100 * self.base.exact:.1f}%",
-                f"{100 * self.this.exact:.1f}%", f"{100 * change:+.3f}%"]
+                f"{100 * self.this.exact:.1f}%", f"{100 * self.base.worst_gap:.2f}%",
+                f"{100 * self.this.worst_gap:.2f}%", f"{100 * change:+.3f}%", self.differ]
 
 
 HEADERS = ["shape", "size", "base p50", "base p95", "base p99", "this p50", "this p95", "this p99",
-           "time ratio", "base K proven", "this K proven", "base exact", "this exact", "K change"]
+           "time ratio", "base K proven", "this K proven", "base exact", "this exact", "base worst gap",
+           "this worst gap", "K change", "differ"]
 
 
 def versus(label: str, size: str, snapshots: list[Snapshot], sides: tuple[Worker, Worker], repeat: int
            ) -> Pair:
     """Both sides on `snapshots`, alternated: who goes first flips with every snapshot and every repeat."""
     times: tuple[list[float], list[float]] = ([], [])
-    proven, exact, k_total = [0, 0], [0, 0], [0, 0]
+    proven, exact, k_total, worst_gap, differ = [0, 0], [0, 0], [0, 0], [0.0, 0.0], 0
     for index, snapshot in enumerate(snapshots):
         line = json.dumps({"snapshot": snapshot.to_json()}, separators=(",", ":")) + "\n"
         fastest = [float("inf"), float("inf")]
@@ -147,7 +154,9 @@ def versus(label: str, size: str, snapshots: list[Snapshot], sides: tuple[Worker
                 plan = sides[side].plan(line)
                 fastest[side] = min(fastest[side], plan["cpu_ms"])
                 outcome = SimpleNamespace(**plan)
-                proven[side] += k_gap(outcome) == 0.0  # type: ignore[arg-type]
+                gap = k_gap(outcome)  # type: ignore[arg-type]
+                proven[side] += gap == 0.0
+                worst_gap[side] = max(worst_gap[side], gap or 0.0)
                 exact[side] += is_exact(outcome)  # type: ignore[arg-type]
                 if turn == 0:
                     first[side] = plan
@@ -156,6 +165,7 @@ def versus(label: str, size: str, snapshots: list[Snapshot], sides: tuple[Worker
         key = "solved" if all(plan.get("solved") for plan in first) else "objective"
         for side in (0, 1):
             k_total[side] += first[side][key][0]
+        differ += first[0][key] != first[1][key]
         for side in (0, 1):
             times[side].append(fastest[side])
     plans = max(len(snapshots) * repeat, 1)
@@ -165,9 +175,9 @@ def versus(label: str, size: str, snapshots: list[Snapshot], sides: tuple[Worker
         quantiles = tuple(round(percentile(cpu, q), 2) for q in (0.5, 0.95, 0.99))
         total = round(sum(times[k]), 1)
         shares = proven[k] / plans, exact[k] / plans
-        return Side(quantiles, total, *shares, k_total[k])  # type: ignore[arg-type]
+        return Side(quantiles, total, *shares, k_total[k], worst_gap[k])  # type: ignore[arg-type]
 
-    return Pair(label, size, len(snapshots), side(0), side(1))
+    return Pair(label, size, len(snapshots), side(0), side(1), differ)
 
 
 def main(argv: list[str] | None = None) -> int:

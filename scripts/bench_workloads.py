@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tao_harness.cli.common import format_table  # noqa: E402
 from tao_harness.sim.trace_stats import trace_stats  # noqa: E402
 from tao_harness.sim.workloads import WORKLOADS, generate  # noqa: E402
+from tao_harness.tables import format_table  # noqa: E402
 
 
 def main() -> int:

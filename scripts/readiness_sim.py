@@ -29,7 +29,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tao_harness.cli.common import format_table  # noqa: E402
 from tao_harness.config import ReadinessConfig  # noqa: E402
 from tao_harness.sim.config import SimConfig  # noqa: E402
 from tao_harness.sim.simulator import simulate  # noqa: E402
@@ -37,6 +36,7 @@ from tao_harness.sim.trace import TraceSession, TraceTool, TraceTurn  # noqa: E4
 from tao_harness.sim.workloads import generate  # noqa: E402
 from tao_harness.store.records import ToolCallRecord  # noqa: E402
 from tao_harness.store.transfer import read_calls  # noqa: E402
+from tao_harness.tables import format_table  # noqa: E402
 
 COLUMNS = ("mean_latency_s", "mean_ttft_s", "p95_ttft_s", "mean_tool_end_to_first_token_s", "makespan_s",
            "decode_tok_s", "prefix_hit_rate", "admissions", "interrupts", "expirations")

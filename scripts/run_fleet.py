@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 from typing import AsyncIterator
 
-from tao_harness.cli.common import cluster_config_from_args, format_table
+from tao_harness.cli.common import cluster_config_from_args
+from tao_harness.tables import format_table
 
 
 def _args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:

@@ -16,7 +16,7 @@ import sys
 import time
 
 from tao_harness.fleet.faults import run_campaign, table
-from tao_harness.fleet.faults_common import FaultSettings
+from tao_harness.fleet.faults.common import FaultSettings
 
 
 def main() -> int:

@@ -105,9 +105,14 @@ class PlannerConfig(_Section):
     release_after_reloads: float = Field(3.0, ge=0)
     """A holder is worth releasing when its tool has at least this many reload times left."""
 
-    recompute_tokens_per_s: float = Field(10_000.0, gt=0)
-    """Rate at which a context whose cache is lost is prefilled again (Qwen3-32B TP2 on 2xH100: ~19k tok/s
-    of linear layers, half that once attention over a ~30k context is counted; engine/profiles.py)."""
+    recompute_tokens_per_s: float = Field(19_000.0, gt=0)
+    """Rate at which the linear layers prefill again a context whose cache is lost (Qwen3-32B TP2 on
+    2xH100: ~19k tok/s; engine/profiles.py)."""
+
+    recompute_attention_tokens: float = Field(30_000.0, gt=0)
+    """Context length at which attention doubles a prefilled token's cost (30k for Qwen3-32B on 2xH100;
+    engine/profiles.py): a cold prefill of n tokens takes n / rate × (1 + n / (2 × this)), so a 200k-token
+    context takes 45 s to rebuild, not the 20 s a flat 10k tok/s says."""
 
     host_tokens_per_s: float | None = Field(None, gt=0)
     """The replicas' host KV tier (vLLM --kv-offloading-size): the rate a context loads back from host

@@ -107,7 +107,8 @@ class PlannerParams:
     # config turns it on by default.
     tool_time_release: bool = False
     release_after_reloads: float = 3.0  # a holder is worth releasing with this many reload times of tool left
-    recompute_tokens_per_s: float = 10_000.0  # a lost context is rebuilt (prefilled again) at this rate
+    recompute_tokens_per_s: float = 19_000.0  # a lost context's linear layers are prefilled again at this rate
+    recompute_attention_tokens: float = 30_000.0  # ... and its attention doubles a token's cost at this context
     # The replicas' host KV tier: contexts load back from host memory at this rate; None = no host tier.
     host_tokens_per_s: float | None = None
     host_half_life_s: float = 600.0  # host-resident credit halves every this many seconds (host LRU turnover)
@@ -123,7 +124,7 @@ class PlannerParams:
         if not isinstance(self.tool_time_release, bool):
             raise SnapshotError(f"tool_time_release: expected true or false, got {self.tool_time_release!r}")
         _number(self.release_after_reloads, "release_after_reloads")
-        for name in ("recompute_tokens_per_s", "host_half_life_s", "host_tokens_per_s"):
+        for name in ("recompute_tokens_per_s", "recompute_attention_tokens", "host_half_life_s", "host_tokens_per_s"):
             value = getattr(self, name)
             if value is not None and _number(value, name) <= 0:
                 raise SnapshotError(f"{name}: must be > 0, got {value!r}")
@@ -132,19 +133,23 @@ class PlannerParams:
     def from_config(cls, config: PlannerConfig) -> PlannerParams:
         return cls(config.half_life_s, config.horizon_s, config.quantum_tokens, config.reserve_tokens,
                    config.max_wait_s, config.tool_time_release, config.release_after_reloads,
-                   config.recompute_tokens_per_s, config.host_tokens_per_s, config.host_half_life_s)
+                   config.recompute_tokens_per_s, config.recompute_attention_tokens, config.host_tokens_per_s,
+                   config.host_half_life_s)
 
-    @property
-    def reload_tokens_per_s(self) -> float:
-        """How fast a released holder's context comes back: from host memory, else recomputed."""
-        return self.recompute_tokens_per_s if self.host_tokens_per_s is None else self.host_tokens_per_s
+    def recompute_s(self, tokens: int) -> float:
+        """Seconds to prefill a lost context of `tokens` again: linear layers, plus attention over the
+        context computed so far (the engine profile's form: n / rate × (1 + n / (2 × attention tokens)))."""
+        return tokens / self.recompute_tokens_per_s * (1.0 + tokens / (2.0 * self.recompute_attention_tokens))
 
-    @property
-    def host_saving(self) -> float:
-        """Share of a recompute that a host-tier reload saves (0 without a host tier)."""
+    def reload_s(self, tokens: int) -> float:
+        """Seconds for a released holder's context of `tokens` to come back: from host memory, else recomputed."""
+        return self.recompute_s(tokens) if self.host_tokens_per_s is None else tokens / self.host_tokens_per_s
+
+    def host_saving(self, tokens: int) -> float:
+        """Share of a recompute of `tokens` that a host-tier reload saves (0 without a host tier)."""
         if self.host_tokens_per_s is None:
             return 0.0
-        return max(0.0, 1.0 - self.recompute_tokens_per_s / self.host_tokens_per_s)
+        return max(0.0, 1.0 - self.reload_s(tokens) / self.recompute_s(max(1, tokens)))
 
     @classmethod
     def from_json(cls, data: Any, where: str = "params") -> PlannerParams:
@@ -213,7 +218,7 @@ class CacheEntry:
         """k on the node: the GPU-resident credit, or, with a host KV tier, what reloading the prefix from
         host memory saves against recomputing it, decaying as the host tier's LRU turns over."""
         gpu = self.credit(now, params.half_life_s)
-        saving = params.host_saving
+        saving = params.host_saving(self.tokens)
         if saving <= 0.0:
             return gpu
         return max(gpu, int(round(saving * self.credit(now, params.host_half_life_s))))

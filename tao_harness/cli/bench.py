@@ -77,6 +77,7 @@ def run_job(job: BenchJob) -> BenchRun:
             profile=job.profile,
             seed=job.seed,
             oracle_readiness=job.oracle_readiness or row.oracle_readiness,
+            tool_events=row.tool_events,
             kv_offloading_size_gib=job.kv_offloading_size_gib,
             **sim_sections(job.config, row.planner),
         )

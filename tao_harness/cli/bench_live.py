@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from tao_harness.cli.common import UsageError, new_dir, print_json
+from tao_harness.cli.common import UsageError, gib_size, new_dir, print_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", default="tao", help="policy of the tao router (default tao)")
     parser.add_argument("--time-scale", type=float, default=10.0, help="emulated/real time ratio (default 10)")
     parser.add_argument("--num-gpu-blocks", type=int, default=8000, help="KV blocks per replica (default 8000)")
+    parser.add_argument("--kv-offloading-size", type=gib_size, default=None, metavar="GIB",
+                        help="host KV tier per replica in GiB, as vLLM's --kv-offloading-size (default: none); "
+                             "TAO's planner is told its reload rate (the profile's KV bytes over 50 GB/s)")
     parser.add_argument("--profile", help="engine profile of the replicas (default: the replica's)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per router and concurrency (default 3)")
     parser.add_argument("--peers-venv", type=Path, help="virtualenv holding vllm-router and ThunderAgent "
@@ -69,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
     except (TraceError, WorkloadError, OSError) as exc:
         raise UsageError(str(exc)) from None
     config = LiveBenchConfig(routers, workers, args.replicas, args.time_scale, args.num_gpu_blocks, args.repeats,
-                             args.policy, args.profile, peers_bin, log_dir=args.output / "logs")
+                             args.policy, args.profile, peers_bin, log_dir=args.output / "logs",
+                             kv_offloading_size_gib=args.kv_offloading_size)
     records: list[RunRecord] = []
     infos = {}
     progress = tqdm(total=len(workers) * args.repeats * len(routers) * len(trace), unit="session",
@@ -87,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
                 records.append(record)
     progress.close()
     title = f"{args.trace or args.workload}, {len(trace)} sessions, {args.replicas} replicas, x{args.time_scale:g}"
+    if args.kv_offloading_size is not None:
+        title += f", {args.kv_offloading_size:g} GiB host KV tier each"
     path = write_results(records, infos, args.output, title)
     write_plots([r for r in records if r.workers == workers[-1] and r.repeat == 0], args.time_scale, args.output,
                 title)

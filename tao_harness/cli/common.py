@@ -1,4 +1,5 @@
-"""Helpers shared by the command modules: the usage error, JSON and table output."""
+"""Helpers shared by the command modules: the usage error, JSON output, argparse types (tables:
+tao_harness/tables.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tao_harness.config import ConfigError, TaoConfig, load_config
 
@@ -27,36 +28,11 @@ def print_json(value: Any, out: TextIO | None = None) -> None:
     out.write("\n")
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value)
-
-
 def progress_bar(total: int, desc: str, unit: str, *, off: bool) -> tqdm:
     """A progress bar on stderr; none when `off` (--json) or when stderr is not a terminal."""
     from tqdm import tqdm
 
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=True if off else None)
-
-
-def format_table(rows: Iterable[Sequence[Any]], headers: Sequence[str]) -> str:
-    """Left-aligned text columns, numbers right-aligned; `None` shows as '-'."""
-    raw = [list(row) for row in rows]
-    body = [[_cell(v) for v in row] for row in raw]
-    widths = [len(h) for h in headers]
-    for row in body:
-        widths = [max(w, len(c)) for w, c in zip(widths, row)]
-    numeric = [
-        all(isinstance(r[i], (int, float)) or r[i] is None for r in raw) and bool(raw) for i in range(len(headers))
-    ]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.rjust(w) if n else c.ljust(w) for c, w, n in zip(cells, widths, numeric)).rstrip()
-
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in body)])
 
 
 def port_number(text: str) -> int:

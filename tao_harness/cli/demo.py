@@ -22,10 +22,11 @@ from typing import Any, Sequence
 
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from tao_harness.cli.common import UsageError, format_table, print_json, progress_bar
+from tao_harness.cli.common import UsageError, print_json, progress_bar
 from tao_harness.config import load_config
 from tao_harness.fleet.driver import failure_reasons, run_fleet, with_pool_waits
 from tao_harness.sim.trace import TraceSession
+from tao_harness.tables import format_table
 
 BLOCK_TOKENS = 16  # the replica engine's KV block size
 # Room over the trace's token counts: chat template and tokenizer overhead are ~1%; the rest is headroom.

@@ -15,10 +15,11 @@ import argparse
 import sys
 from collections.abc import Iterable, Iterator
 
-from tao_harness.cli.common import format_table, new_file, open_history, print_json
+from tao_harness.cli.common import new_file, open_history, print_json
 from tao_harness.readiness.accuracy import CallSample, replay_accuracy, session_folds
 from tao_harness.readiness.accuracy_report import AccuracyReport, GroupAccuracy
 from tao_harness.store import queries
+from tao_harness.tables import format_table
 
 _TOP_FAMILIES = 12
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tao_harness.cli.common import UsageError, format_table, history_config, open_history, print_json
+from tao_harness.cli.common import UsageError, history_config, open_history, print_json
 from tao_harness.cli.timespec import format_time, parse_duration, parse_since
 from tao_harness.config import TaoConfig
 from tao_harness.readiness.call import Forecaster
@@ -30,6 +30,7 @@ from tao_harness.store.engine import (
     sqlite_file,
 )
 from tao_harness.store.writer import StoreWriter
+from tao_harness.tables import format_table
 
 STAT_FIELDS = ("family", "n", "mean", "p50", "p90", "p99", "max", "bound")
 # The table's headers name the unit, as the other tables' do (the JSON keys stay the fields' names).

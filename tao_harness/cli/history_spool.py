@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import unquote
 
-from tao_harness.cli.common import UsageError, format_table, open_history, print_json
+from tao_harness.cli.common import UsageError, open_history, print_json
 from tao_harness.coordinator.recording import tool_call_record
 from tao_harness.events import EventError, events_from_body
 from tao_harness.store.limits import MAX_HARNESS_CHARS, finite, fit_json, identifier
 from tao_harness.store.records import SessionRecord, StoreRecord
+from tao_harness.tables import format_table
 
 _SESSION_END = re.compile(r"^/v1/sessions/([^/]+)/end$")
 

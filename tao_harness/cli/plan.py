@@ -11,9 +11,10 @@ import json
 import sys
 from pathlib import Path
 
-from tao_harness.cli.common import UsageError, format_table, print_json
+from tao_harness.cli.common import UsageError, print_json
 from tao_harness.config import PlannerConfig
 from tao_harness.policies.registry import get_policy, policy_names
+from tao_harness.tables import format_table
 from tao_harness.types import SessionView, Snapshot, SnapshotError
 
 

@@ -15,9 +15,10 @@ from pathlib import Path
 
 from aiohttp import web
 
-from tao_harness.cli.common import UsageError, format_table, gib_size, port_number, print_json
+from tao_harness.cli.common import UsageError, gib_size, port_number, print_json
 from tao_harness.config import ConfigError, ReplicaConfig, load_config
 from tao_harness.serving import LISTEN_BACKLOG, freeze_startup_objects
+from tao_harness.tables import format_table
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,8 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from tao_harness.cli.common import UsageError, format_table, gib_size, print_json, progress_bar
+from tao_harness.cli.common import UsageError, gib_size, print_json, progress_bar
 from tao_harness.policies.registry import needs_kernels
+from tao_harness.tables import format_table
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(e.g. planner.max_wait_s); the planner's deadline counts CPU time")
     parser.add_argument("--oracle-readiness", action="store_true",
                         help="ablation: the readiness estimator knows every tool's true duration")
+    parser.add_argument("--no-tool-events", action="store_true",
+                        help="ablation: no tool calls reported (no duration history, no readiness); the "
+                             "coordinator sees only the LLM traffic")
     parser.add_argument("--dump-snapshots", metavar="DIR",
                         help="write every planned snapshot to DIR as JSON (replay: scripts/bench_planner.py --replay)")
     parser.add_argument("--json", action="store_true", help="print config, metrics and run info as JSON")
@@ -55,18 +59,21 @@ def run(args: argparse.Namespace) -> int:
     from tao_harness.sim.simulator import SimError, simulate
     from tao_harness.cli.trace import load_trace
 
+    if args.oracle_readiness and args.no_tool_events:
+        raise UsageError("--oracle-readiness predicts tool calls, which --no-tool-events leaves unreported")
     sections = config_sections(args.config, {"dump_snapshots": args.dump_snapshots} if args.dump_snapshots else {})
     try:
         config = SimConfig(policy=args.policy, replicas=args.replicas, workers=args.workers,
                            profile=args.profile, seed=args.seed, num_gpu_blocks=args.num_gpu_blocks,
                            kv_offloading_size_gib=args.kv_offloading_size,
-                           oracle_readiness=args.oracle_readiness, **sections)
+                           oracle_readiness=args.oracle_readiness, tool_events=not args.no_tool_events,
+                           **sections)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise UsageError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None
     trace = load_trace(args.trace)
     if needs_kernels(config.policy) and not args.json:
-        from tao_harness.planner.warm import kernels_cached
+        from tao_harness.planner import kernels_cached
 
         if not kernels_cached():  # what the bar waits on, said: it does not move meanwhile
             print("tao sim: compiling the planner's kernels (a first run: about a minute on 2 cores)",

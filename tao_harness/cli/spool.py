@@ -9,8 +9,9 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tao_harness.cli.common import UsageError, format_table, print_json
+from tao_harness.cli.common import UsageError, print_json
 from tao_harness.config import ConfigError, TaoConfig, load_config
+from tao_harness.tables import format_table
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,13 +11,13 @@ from typing import Any, TextIO
 from tao_harness.cli.common import (
     UsageError,
     add_store_options,
-    format_table,
     new_file,
     open_history,
     print_json,
 )
 from tao_harness.sim.trace import TraceError, dump_trace, read_trace
 from tao_harness.sim.trace_stats import NOMINAL_DECODE_TOK_S, Distribution, TraceStats, trace_stats
+from tao_harness.tables import format_table
 
 
 def _write_sessions(sessions: list[Any], output: Path | None) -> None:

@@ -39,6 +39,7 @@ class LoadingPolicy:
     def __init__(self, name: str, config: PlannerConfig, interim: Policy) -> None:
         self.name = name
         self.admission_control = interim.admission_control
+        self.plans_on_timer = interim.plans_on_timer
         self.ready = threading.Event()
         self._current = interim
         threading.Thread(target=self._load, args=(config,), name="planner-kernels", daemon=True).start()
@@ -47,7 +48,7 @@ class LoadingPolicy:
         return self._current.plan(snapshot)
 
     def _load(self, config: PlannerConfig) -> None:
-        from tao_harness.planner.warm import kernels_cached
+        from tao_harness.planner import kernels_cached
 
         started = time.monotonic()
         compiling = not kernels_cached()

@@ -31,7 +31,7 @@ from tao_harness.engine.block_pool import NO_BLOCKS, BlockPool, Blocks
 from tao_harness.engine.hashing import SessionHashMemo, extend_block_hashes
 from tao_harness.engine.host_tier import HostTier
 from tao_harness.engine.macro_step import DecodeRunTiming, decode_run_length
-from tao_harness.engine.profiles import StepTimeProfile, get_profile
+from tao_harness.engine.profiles import StepTimeProfile, get_profile, host_tokens_per_s
 from tao_harness.engine.request_state import RequestState
 from tao_harness.engine.scheduler import Batch, Scheduler
 
@@ -83,7 +83,7 @@ class EngineCore:
     @property
     def host_tokens_per_s(self) -> float | None:
         """Tokens per second a context loads back from the host tier; None without one."""
-        return None if self._host is None else self._host.bandwidth_bytes_per_s / self.profile.kv_bytes_per_token
+        return None if self._host is None else host_tokens_per_s(self.profile, self._host.bandwidth_bytes_per_s / 1e9)
 
     def _host_tier(self, config: EngineConfig) -> HostTier | None:
         if config.kv_offloading_size_gib is None:

@@ -17,6 +17,8 @@ from typing import Callable, Sequence
 
 import aiohttp
 
+from tao_harness.engine.api import EngineConfig
+from tao_harness.engine.profiles import get_profile, host_tokens_per_s
 from tao_harness.fleet.driver import (FleetMetrics, failure_reasons, run_fleet, with_pool_waits,
                                       with_programs_left)
 from tao_harness.fleet.processes import ProcessGroup
@@ -54,6 +56,15 @@ class LiveBenchConfig:
     profile: str | None = None
     peers_bin: Path | None = None
     log_dir: Path | None = None  # where peer routers' output goes, a file per run (else discarded)
+    kv_offloading_size_gib: float | None = None  # each replica's host KV tier (vLLM's --kv-offloading-size)
+
+    @property
+    def host_tokens_per_s(self) -> float | None:
+        """The replicas' host reload rate as their profile and default link give it, for TAO's planner."""
+        if self.kv_offloading_size_gib is None:
+            return None
+        engine = EngineConfig()
+        return host_tokens_per_s(get_profile(self.profile or engine.profile), engine.host_bandwidth_gb_s)
 
 
 @dataclass
@@ -75,12 +86,14 @@ async def run_one(trace: Sequence[TraceSession], config: LiveBenchConfig, router
     clock = ScaledClock(config.time_scale)
     async with ProcessGroup() as processes:
         urls = await asyncio.gather(*(processes.start_replica(time_scale=config.time_scale, profile=config.profile,
-                                                              num_gpu_blocks=config.num_gpu_blocks)
+                                                              num_gpu_blocks=config.num_gpu_blocks,
+                                                              kv_offloading_size_gib=config.kv_offloading_size_gib)
                                       for _ in range(config.replicas)))
         capacity = config.num_gpu_blocks * 16
         log = config.log_dir / f"{router}-w{workers}-run{repeat + 1}.log" if config.log_dir else None
         async with start_router(router, urls, capacity, clock, processes, policy=config.policy,
-                                peers_bin=config.peers_bin, log=log) as (endpoints, info):
+                                peers_bin=config.peers_bin, log=log,
+                                host_tokens_per_s=config.host_tokens_per_s) as (endpoints, info):
             metrics, results = await run_fleet(trace, endpoints, workers, clock, on_session_done,
                                                stall_after_s=stall_limit(trace))
             waits: tuple[float, ...] = ()

@@ -85,7 +85,8 @@ class ProcessGroup:
         raise ProcessError(f"{argv[0]} was not healthy at {health_url} within {timeout_s} s")
 
     async def start_replica(self, *, time_scale: float, profile: str | None = None,
-                            num_gpu_blocks: int | None = None, data_parallel_size: int = 1) -> str:
+                            num_gpu_blocks: int | None = None, data_parallel_size: int = 1,
+                            kv_offloading_size_gib: float | None = None) -> str:
         argv = [sys.executable, "-m", "tao_harness.cli.main", "replica", "--port", "0",
                 "--time-scale", str(time_scale), "--log-level", "WARNING",
                 "--data-parallel-size", str(data_parallel_size)]
@@ -93,6 +94,8 @@ class ProcessGroup:
             argv += ["--profile", profile]
         if num_gpu_blocks:
             argv += ["--num-gpu-blocks", str(num_gpu_blocks)]
+        if kv_offloading_size_gib is not None:
+            argv += ["--kv-offloading-size", repr(kv_offloading_size_gib)]
         _, url = await self.start_url_server(argv)
         return url
 

@@ -18,6 +18,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -120,24 +121,39 @@ async def _check_thunderagent_capacity(url: str, capacity_tokens: int) -> None:
                                 f"expected {capacity_tokens} tokens each")
 
 
+def host_tier_flags(directory: Path, host_tokens_per_s: float | None) -> list[str]:
+    """The coordinator's `--config` flags telling its planner of the replicas' host KV tier (none without one)."""
+    if host_tokens_per_s is None:
+        return []
+    path = directory / "coordinator.yaml"
+    path.write_text(f"planner:\n  host_tokens_per_s: {host_tokens_per_s!r}\n")
+    return ["--config", str(path)]
+
+
 @asynccontextmanager
 async def start_router(name: str, replica_urls: Sequence[str], capacity_tokens: int, clock: ScaledClock,
                        processes: ProcessGroup, *, policy: str = "tao", peers_bin: Path | None = None,
-                       log: Path | None = None) -> AsyncIterator[tuple[Endpoints, RouterInfo]]:
-    """Starts `name` against the replicas; a peer router's output goes to `log` (else discarded)."""
+                       log: Path | None = None, host_tokens_per_s: float | None = None,
+                       ) -> AsyncIterator[tuple[Endpoints, RouterInfo]]:
+    """Starts `name` against the replicas; a peer router's output goes to `log` (else discarded).
+    `host_tokens_per_s`: the replicas' host KV tier reload rate, told to TAO's planner (the peers read
+    only what the replicas' /metrics say)."""
     if name == "tao":
         # Own processes, like the peers: the fleet driver's event loop must not host the router under test.
         replica_flags = [flag for i, url in enumerate(replica_urls) for flag in ("--replica", f"r{i}={url}")]
         tao = [sys.executable, "-m", "tao_harness.cli.main"]
-        _, coordinator_url = await processes.start_url_server([
-            *tao, "coordinator", "--port", "0", "--no-store", "--policy", policy, *replica_flags,
-            "--time-scale", str(clock.time_scale), "--clock-epoch", repr(clock.epoch), "--log-level", "WARNING"])
+        with tempfile.TemporaryDirectory(prefix="tao-bench-") as config_dir:  # read once, at start
+            _, coordinator_url = await processes.start_url_server([
+                *tao, "coordinator", "--port", "0", "--no-store", "--policy", policy, *replica_flags,
+                *host_tier_flags(Path(config_dir), host_tokens_per_s), "--time-scale", str(clock.time_scale),
+                "--clock-epoch", repr(clock.epoch), "--log-level", "WARNING"])
         _, proxy_url = await processes.start_url_server([
             *tao, "proxy", "--port", "0", "--coordinator", coordinator_url, *replica_flags, "--log-level", "WARNING"])
         await _planner_ready(coordinator_url)
         yield (Endpoints((proxy_url,), coordinator_url),
                RouterInfo(name, f"tao_harness coordinator + proxy (own processes), --policy {policy}; "
-                                f"capacity from the replicas' /metrics"))
+                                f"capacity from the replicas' /metrics"
+                                + (f"; planner.host_tokens_per_s {host_tokens_per_s:,.0f}" if host_tokens_per_s else "")))
         return
     if name == "direct-rr":
         yield Endpoints(tuple(replica_urls)), RouterInfo(name, "no router: requests round-robin over the replicas")

@@ -6,7 +6,7 @@ node where its value is highest, and among equal values to the tightest fit (lea
 
 from __future__ import annotations
 
-from tao_harness.planner.problem import Packer, Problem, Solution
+from tao_harness.planner.shared.problem import Packer, Problem, Solution
 
 
 def best_fit_decreasing(problem: Problem, packer: Packer) -> Solution:

@@ -1,28 +1,28 @@
 """The TAO planner entry point: the lexicographic optimum of the discretized admission problem, or,
 when its deadline passes first, the best plan found with a certified bound (`Solution.bound`).
 
-Cheapest proof first: the decomposition certificate (planner/certificate.py) settles the usual
+Cheapest proof first: the decomposition certificate (planner/bounds/certificate.py) settles the usual
 snapshot (credit on at most one node per session) with a few 1-D knapsacks. It is computed for each
-K-optimal placement of the credited sessions (planner/credit.py; one, unless credits tie) and the best
+K-optimal placement of the credited sessions (planner/bounds/credit.py; one, unless credits tie) and the best
 outcome kept. When its bound is not reached, only the residual it leaves is searched (the K-optimal
-placements are provably in every optimum; planner/rest.py).
+placements are provably in every optimum; planner/rest/around.py).
 
 Every other snapshot (credit on several nodes, credits tied more ways than a few) takes the general
-path: the Lagrangian K level (planner/lagrange.py) proves a bound K̄ and finds a K-placement, usually
+path: the Lagrangian K level (planner/k/lagrange.py) proves a bound K̄ and finds a K-placement, usually
 K-optimal; the rest of the sessions are packed and searched around it as above (with eligibility subsets
-the incumbent is repaired first). When K̄ is reached, the Lagrangian's probes (planner/k_unique.py) find
+the incumbent is repaired first). When K̄ is reached, the Lagrangian's probes (planner/k/unique.py) find
 the credited pairs every K-optimal placement holds: all of them (the plan is then optimal when the rest
 is), or all but a few sessions' ways, and then, if at most `_LISTED_OPTIONS` K-optimal placements are
 left (more on smaller problems), each is bounded and the rest is searched around them, highest bound first,
 in the time left, until the best plan reaches the bound of those not searched (a proof). The whole
 problem's DP, from the incumbent, gets what is left of the deadline (it settles small problems).
 
-Every solution carries a lexicographic upper bound (planner/bound.py): equal to its objective when it is
-proven optimal, else K̄ and the surrogate bound on (R, T, N) around what every K-optimal plan holds
+Every solution carries a lexicographic upper bound (planner/bounds/lexicographic.py): equal to its objective
+when it is proven optimal, else K̄ and the surrogate bound on (R, T, N) around what every K-optimal plan holds
 (the certificate's options, the common pairs, or each K-optimal placement listed), so its proven gap is
 explicit. Past the DP's state budget or the deadline, the best incumbent, its rooms re-packed over every
-session (the searches held its K placement fixed; planner/improve.py), is returned with `fallback=True`.
-Pure function of the `Problem` (the deadline only stops the search early); no I/O.
+session (the searches held its K placement fixed; planner/packing/improve.py), is returned with
+`fallback=True`. Pure function of the `Problem` (the deadline only stops the search early); no I/O.
 """
 
 from __future__ import annotations
@@ -30,18 +30,18 @@ from __future__ import annotations
 from typing import Literal
 
 from tao_harness.planner.bfd import best_fit_decreasing
-from tao_harness.planner.bound import Objective, bound_holding, lexicographic_bound
-from tao_harness.planner.certificate import certified_placement
-from tao_harness.planner.credit import k_optimal_options
-from tao_harness.planner.deadline import Deadline
-from tao_harness.planner.dp import BudgetExceeded, exact_dp
-from tao_harness.planner.improve import improve
-from tao_harness.planner.k_unique import k_common_pairs, k_optimal_placements
-from tao_harness.planner.lagrange import k_level
-from tao_harness.planner.problem import Packer, Problem, Solution, objective, total_value
-from tao_harness.planner.rest import complete_around, solve_certified
+from tao_harness.planner.bounds.certificate import certified_placement
+from tao_harness.planner.bounds.credit import k_optimal_options
+from tao_harness.planner.bounds.lexicographic import Objective, bound_holding, lexicographic_bound
+from tao_harness.planner.k.lagrange import k_level
+from tao_harness.planner.k.twins import with_better_twins
+from tao_harness.planner.k.unique import k_common_pairs, k_optimal_placements
+from tao_harness.planner.packing.improve import improve
+from tao_harness.planner.rest.around import complete_around, solve_certified
+from tao_harness.planner.rest.dp import BudgetExceeded, exact_dp
+from tao_harness.planner.shared.deadline import Deadline
+from tao_harness.planner.shared.problem import Packer, Problem, Solution, objective, total_value
 from tao_harness.planner.spread import spread
-from tao_harness.planner.twins import with_better_twins
 
 Method = Literal["dp", "bfd"]
 
@@ -156,9 +156,9 @@ def _around_each(problem: Problem, packer: Packer, options: list[dict[int, int]]
                  ) -> tuple[Solution, Objective | None]:
     """The best plan around the K-optimal placements of `options` (every K-optimal plan holds one of them;
     `around` is the plan around `searched`, done already), and a bound on every plan: each searched, as far
-    as `rest` allows, highest bound (planner/bound.py) first, until the best plan reaches the bound of those
-    left. `fallback` unless that proves the best plan optimal; the bound is None when `rest` passed before
-    every option was bounded (~0.1 ms each at 32 x 8, 0.4 at 160 x 8)."""
+    as `rest` allows, highest bound (planner/bounds/lexicographic.py) first, until the best plan reaches the
+    bound of those left. `fallback` unless that proves the best plan optimal; the bound is None when `rest`
+    passed before every option was bounded (~0.1 ms each at 32 x 8, 0.4 at 160 x 8)."""
     scored = []
     for option in options:
         if rest is not None and rest.passed():
@@ -187,8 +187,8 @@ def _around_each(problem: Problem, packer: Packer, options: list[dict[int, int]]
 
 def _repacked(problem: Problem, packer: Packer, solution: Solution, deadline: Deadline | None) -> Solution:
     """An unproven plan with its rooms re-packed over every session, as far as `deadline` allows
-    (planner/improve.py). The searches before held a K placement fixed and packed the rest around it; a
-    re-pack may trade a placed credited session for an unplaced one worth the same credit there and more
+    (planner/packing/improve.py). The searches before held a K placement fixed and packed the rest around it;
+    a re-pack may trade a placed credited session for an unplaced one worth the same credit there and more
     (r, t) (K cannot drop: the packed value is lexicographic). Proven when it reaches the bound."""
     until = None if deadline is None else deadline.share(1.0, _REPACK_S)
     placement = improve(problem, packer, dict(solution.placement), deadline=until)

@@ -10,7 +10,7 @@ solver's placement is kept. Same set of sessions, same values: the objective nev
 
 from __future__ import annotations
 
-from tao_harness.planner.problem import Problem
+from tao_harness.planner.shared.problem import Problem
 
 
 def spread(problem: Problem, placement: dict[int, int]) -> dict[int, int]:

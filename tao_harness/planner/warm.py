@@ -23,15 +23,15 @@ from functools import cache
 import numpy as np
 from numba.core.dispatcher import Dispatcher
 
-from tao_harness.planner.certificate import surrogate_knapsack
-from tao_harness.planner.deadline import Deadline
-from tao_harness.planner.k_arrays import OPEN, DualArrays
-from tao_harness.planner.k_dual import dual_steps, lagrangian_bound, probe
-from tao_harness.planner.k_forced import forced_tables, forced_values
-from tao_harness.planner.k_mip import k_branch_and_cut
-from tao_harness.planner.k_polish import exchanged_placement, polish_placement
-from tao_harness.planner.knapsack import dembo_hammer, float_slack, knapsack_kernel
-from tao_harness.planner.nested import nested_bound, nested_value
+from tao_harness.planner.k.arrays import OPEN, DualArrays
+from tao_harness.planner.k.dual import dual_steps, lagrangian_bound, probe
+from tao_harness.planner.k.forced import forced_tables, forced_values
+from tao_harness.planner.k.mip import k_branch_and_cut
+from tao_harness.planner.k.polish import exchanged_placement, polish_placement
+from tao_harness.planner.packing.nested import nested_bound, nested_value
+from tao_harness.planner.shared.deadline import Deadline
+from tao_harness.planner.shared.int_knapsack import surrogate_knapsack
+from tao_harness.planner.shared.knapsack import dembo_hammer, float_slack, knapsack_kernel
 
 
 @cache
@@ -40,7 +40,7 @@ def warm_up() -> None:
     process)."""
     size, profit = np.array([1, 2], dtype=np.int64), np.array([1.0, 2.0])
     knapsack_kernel(size, profit, 2)
-    float_slack(1.0)  # also called from Python (planner/lagrange.py): its own dispatch, ~3 ms to load
+    float_slack(1.0)  # also called from Python (planner/k/lagrange.py): its own dispatch, ~3 ms to load
     forced_tables(size, profit, 2)
     forced_values(size, profit, 2, 2.0, np.array([False, True]), 1.0, 10)
     arrays = DualArrays.of([{0: 1, 1: 2}, {1: 2}], [2, 2], size)
@@ -54,7 +54,7 @@ def warm_up() -> None:
     exchanged_placement(arrays, {0: 0})
     k_branch_and_cut(arrays, {0: 0}, 1, 1.0)  # HiGHS's first MIP in a process starts its scheduler (~40 ms)
     surrogate_knapsack([0, 1], [1, 2], [1, 2], 2)
-    dembo_hammer(size, size, 2)  # also called from Python (planner/credit.py): its own dispatch
+    dembo_hammer(size, size, 2)  # also called from Python (planner/bounds/credit.py): its own dispatch
     nested_bound([0, 1], [1, 2], [1, 2], [2])  # the compiled table, recording the walk back and not
     nested_value([0, 1], [1, 2], [1, 2], [2])
 

@@ -24,4 +24,9 @@ class Policy(Protocol):
     """True if the policy holds sessions back for capacity (tao*, thunderagent); False for request-level
     routers, which place every waiting request at once and let the engine queue or preempt."""
 
+    plans_on_timer: bool
+    """True if the system it stands for runs its loop on a timer whether or not anything waits
+    (ThunderAgent's scheduler loop): the simulator then plans on every tick, not only when a plan could
+    admit or relieve something."""
+
     def plan(self, snapshot: Snapshot) -> Plan: ...

@@ -19,6 +19,7 @@ from tao_harness.types import Plan, Snapshot
 
 class ContinuumPolicy:
     admission_control = True
+    plans_on_timer = False
 
     def __init__(self, config: PlannerConfig, *, name: str = "continuum") -> None:
         self.name = name

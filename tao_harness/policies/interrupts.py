@@ -33,7 +33,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Callable
 
-from tao_harness.planner.problem import Problem, Value
+from tao_harness.planner import Problem, Value
 from tao_harness.policies.tool_time import release_order
 from tao_harness.types import SessionView, Snapshot
 

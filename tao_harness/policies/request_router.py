@@ -50,6 +50,7 @@ def overlap_tokens(session: SessionView, node_id: str) -> int:
 
 class RequestRouter:
     admission_control = False
+    plans_on_timer = False
 
     def __init__(self, config: PlannerConfig, *, name: str) -> None:
         self.name = name

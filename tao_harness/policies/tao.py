@@ -12,10 +12,8 @@ from __future__ import annotations
 from time import perf_counter
 
 from tao_harness.config import PlannerConfig
-from tao_harness.planner.deadline import Deadline
-from tao_harness.planner.problem import Problem, Solution, Value, build_problem, objective
-from tao_harness.planner.solve import Method, solve
-from tao_harness.planner.warm import warm_up
+from tao_harness.planner import (Deadline, Method, Problem, Solution, Value, build_problem, objective, solve,
+                                 warm_up)
 from tao_harness.policies.common import assignment, by_value, make_plan
 from tao_harness.policies.aging import Aged, admit_overdue
 from tao_harness.policies.interrupts import kept_value, plan_interrupts
@@ -24,6 +22,7 @@ from tao_harness.types import Assignment, Plan, SessionView, Snapshot, objective
 
 class TaoPolicy:
     admission_control = True
+    plans_on_timer = False
 
     def __init__(
         self,

@@ -72,6 +72,7 @@ class _Rooms:
 
 class ThunderAgentPolicy:
     admission_control = True
+    plans_on_timer = True
 
     def __init__(self, config: PlannerConfig, *, name: str = "thunderagent",
                  scheduler_interval_s: float = SCHEDULER_INTERVAL_S) -> None:

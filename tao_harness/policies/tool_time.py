@@ -1,8 +1,9 @@
 """The price of a holder's tool time: release the holders whose memory would idle longest, not the cheapest.
 
 An acting holder keeps its context resident for the rest of its tool call, during which that memory
-produces nothing. Released, it pays once, on return, to rebuild the context: `tokens / reload_tokens_per_s`
-seconds (a reload from the host KV tier where there is one, else a recompute). A holder is worth
+produces nothing. Released, it pays once, on return, to rebuild the context: `PlannerParams.reload_s`
+(a reload from the host KV tier where there is one, else a recompute, whose attention grows with the
+context: a 200k-token context takes 45 s to rebuild, 19 times a 30k one's 2.4 s). A holder is worth
 releasing for a waiting request when its tool has at least `release_after_reloads` such reload times
 left (predicted: `returns_at`, the conditional median of what is left of its calls); among those, the
 longest tool goes first.
@@ -22,7 +23,7 @@ def tool_time_left(snapshot: Snapshot, holder: SessionView) -> float:
 
 def reload_s(snapshot: Snapshot, holder: SessionView) -> float:
     """Seconds to rebuild the holder's context if its cache is lost."""
-    return holder.tokens / snapshot.params.reload_tokens_per_s
+    return snapshot.params.reload_s(holder.tokens)
 
 
 def worth_releasing(snapshot: Snapshot, holder: SessionView) -> bool:

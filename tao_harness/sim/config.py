@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tao_harness.config import ConfigError, PlannerConfig, ReadinessConfig, SessionsConfig, load_config
 
@@ -32,6 +32,11 @@ class SimConfig(BaseModel):
 
     oracle_readiness: bool = False
     """Ablation: the readiness estimator is told each tool's true duration instead of predicting it."""
+
+    tool_events: bool = True
+    """Whether the harness reports tool calls (a shim): their names, commands and ends feed the tool-duration
+    history and readiness. False is the ablation without readiness: the coordinator sees only the LLM
+    traffic, and a holder's return is judged by its quiet time (`coordinator.views.predicted_return`)."""
 
     num_gpu_blocks: int | None = Field(None, ge=1)
     """KV blocks per replica; None takes the profile's default."""
@@ -71,6 +76,12 @@ class SimConfig(BaseModel):
 
     sessions: SessionsConfig = SessionsConfig()
     """Session state machine constants (admission give-back bound)."""
+
+    @model_validator(mode="after")
+    def _oracle_needs_tool_events(self) -> SimConfig:
+        if self.oracle_readiness and not self.tool_events:
+            raise ValueError("oracle_readiness needs tool_events: without tool calls there is nothing to predict")
+        return self
 
     @property
     def pinning_enabled(self) -> bool:

@@ -203,9 +203,10 @@ class Simulator:
     def _on_tool_ended(self, now: float, event: ToolEnded) -> None:
         live = self._live[event.session]
         live.tool_end = None
-        call_id = _call_id(event.session, event.turn)
-        self._state.on_tool_end(event.session, call_id, now)
-        self._predictor.forget(call_id)
+        if self._config.tool_events:
+            call_id = _call_id(event.session, event.turn)
+            self._state.on_tool_end(event.session, call_id, now)
+            self._predictor.forget(call_id)
         self._last_progress = now
         live.tokens.ids.extend(live.tokens.fresh(live.trace.turns[event.turn + 1].input_tokens))
         self._on_request_issued(now, RequestIssued(event.session, event.turn + 1))
@@ -213,10 +214,11 @@ class Simulator:
     def _start_tool(self, session: str, live: _Live, now: float) -> None:
         tool = live.trace.turns[live.turn].tool
         assert tool is not None
-        call_id = _call_id(session, live.turn)
-        self._predictor.reveal(call_id, tool.duration_s)
-        start = ToolStart(call_id, tool.name, tool.command, tool.args, env_timeout_s=tool.timeout_s)
-        self._state.on_tool_start(session, start, now)
+        if self._config.tool_events:
+            call_id = _call_id(session, live.turn)
+            self._predictor.reveal(call_id, tool.duration_s)
+            start = ToolStart(call_id, tool.name, tool.command, tool.args, env_timeout_s=tool.timeout_s)
+            self._state.on_tool_start(session, start, now)
         node = self._state.node_of(session) if self._config.targeted_wakeups else None
         reach = self._node_index[node] if node is not None else ANY
         ends_at = now + tool.duration_s
@@ -341,7 +343,7 @@ class Simulator:
         self._plan_times.discard(now)
         for session in self._state.expire_admissions(now):  # their reservations are free for this plan
             self._widen(session)
-        if not self._state.needs_plan():
+        if not self._needs_plan():
             return
         snapshot = self._state.snapshot(now)
         signatures = self._state.signatures()
@@ -360,6 +362,10 @@ class Simulator:
         if expiry is not None:
             self._want_plan(expiry, "admission-expiry")
 
+    def _needs_plan(self) -> bool:
+        """A plan could change something, or the policy's real counterpart plans on its timer anyway."""
+        return self._policy.plans_on_timer or self._state.needs_plan()
+
     def _widen(self, session: str) -> None:
         """The session lost its node: when its tool ends, its request may go anywhere."""
         live = self._live[session]
@@ -368,7 +374,7 @@ class Simulator:
 
     def _on_tick(self, now: float, event: Tick) -> None:
         self._state.refresh_predictions(now)
-        if self._state.needs_plan():
+        if self._needs_plan():
             self._want_plan(now)
         if self._unfinished():
             self._queue.push(now + self._config.tick_s, Tick(), reach=self._tick_reach)

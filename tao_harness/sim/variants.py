@@ -1,6 +1,6 @@
 """The ablation: TAO with one part changed at a time, each run as its own row of `tao bench compare`.
 
-A variant is a registered policy plus planner-field overrides and the simulator's oracle switch, so a part
+A variant is a registered policy plus planner-field overrides and the simulator's readiness switches, so a part
 that is a setting (the wait bound, the release rule) is ablated the same way as one that is a policy
 switch (readiness, cache credit, the exact program). `tao bench compare --policies ablation` runs them all
 beside ThunderAgent; any of their labels can also be named in `--policies`.
@@ -24,11 +24,14 @@ class Variant:
     """PlannerConfig fields set on top of the run's config."""
     oracle_readiness: bool = False
     """The readiness estimator is told each tool's true duration."""
+    tool_events: bool = True
+    """False: no tool calls reported, so no tool-duration history and no readiness (`SimConfig.tool_events`)."""
 
 
 ABLATION: tuple[Variant, ...] = (
     Variant("tao", "tao"),
     Variant("tao-no-readiness", "tao-no-readiness"),
+    Variant("tao-no-tool-events", "tao", tool_events=False),
     Variant("tao+oracle-readiness", "tao", oracle_readiness=True),
     Variant("tao-no-cache", "tao-no-cache"),
     Variant("tao-bfd", "tao-bfd"),

@@ -19,7 +19,7 @@ from aiohttp.test_utils import TestServer
 
 from tao_harness.config import PlannerConfig, ReplicaConfig
 from tao_harness.coordinator.policy_loading import LoadingPolicy, load_in_background
-from tao_harness.planner.warm import warm_up
+from tao_harness.planner import warm_up
 from tao_harness.policies.registry import get_policy
 from tao_harness.replica.app import build_app as build_replica_app
 from tao_harness.replica.scenario import load_scenario

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from tao_harness.fleet.faults import fault_names, run_campaign
-from tao_harness.fleet.faults_common import FaultRow, FaultSettings
+from tao_harness.fleet.faults.common import FaultRow, FaultSettings
 
 # The first test also runs the campaign (its fixture): more time than the suite's 300 s per test.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

@@ -13,8 +13,8 @@ from pydantic import ValidationError
 from tao_harness.cli import bench_live
 from tao_harness.events import EventError, events_from_body
 from tao_harness.fleet.faults import table, write_report
-from tao_harness.fleet.faults_common import FaultRow, FaultSettings, agent_trace, failed_requests
-from tao_harness.fleet.faults_fuzz import FuzzCase, cases, endpoints
+from tao_harness.fleet.faults.common import FaultRow, FaultSettings, agent_trace, failed_requests
+from tao_harness.fleet.faults.fuzz import FuzzCase, cases, endpoints
 from tao_harness.fleet.session import SessionResult, TurnResult
 from tao_harness.replica import anthropic_format, openai_format
 

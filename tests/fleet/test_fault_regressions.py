@@ -14,11 +14,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
-import pytest
 from aiohttp.test_utils import TestServer
 
 from tao_harness.config import ProxyConfig, ReplicaConfig, ReplicaSpec
-from tao_harness.fleet.faults_scale import frozen_heap
+from tao_harness.fleet.faults.scale import frozen_heap
 from tao_harness.proxy.app import build_app as build_proxy_app
 from tao_harness.proxy.routing import AffinityRouter
 from tao_harness.replica.app import build_app as build_replica_app

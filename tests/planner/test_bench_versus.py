@@ -45,6 +45,7 @@ def test_a_tree_against_itself_plans_the_same_snapshots_alike_and_a_folder_is_on
         base, this = row["base"], row["this"]
         assert base["k_total"] == this["k_total"] > 0
         assert base["k_proven"] == this["k_proven"] == 1.0  # small snapshots are proven
+        assert base["worst_gap"] == this["worst_gap"] == 0.0 and row["differ"] == 0
         assert 0 <= base["exact"] <= base["k_proven"] and 0 <= this["exact"] <= this["k_proven"]
         for side in (base, this):
             p50, p95, p99 = side["cpu_ms"]
@@ -58,14 +59,16 @@ def test_k_change_counts_the_planners_own_admissions_when_both_trees_report_them
     """A recorded snapshot's plan also admits sessions that interrupts made room for: K is compared on
     `solved` when both sides report it, and on the whole objective against a revision that does not."""
 
-    def side(objective: int, solved: int | None) -> SimpleNamespace:
-        plan = {"cpu_ms": 1.0, "objective": [objective, 0, 0, 1], "bound": [objective, 0, 0, 1],
+    def side(objective: int, solved: int | None, bound: int | None = None) -> SimpleNamespace:
+        plan = {"cpu_ms": 1.0, "objective": [objective, 0, 0, 1], "bound": [bound or objective, 0, 0, 1],
                 "solved": None if solved is None else [solved, 0, 0, 1], "fallback": False}
         return SimpleNamespace(plan=lambda line: plan)
 
     snapshot = SimpleNamespace(to_json=lambda: {})
     both = versus.versus("recorded", "1", [snapshot], (side(120, 100), side(110, 105)), repeat=1)
-    assert (both.base.k_total, both.this.k_total) == (100, 105)
+    assert (both.base.k_total, both.this.k_total) == (100, 105) and both.differ == 1
+    gaps = versus.versus("recorded", "1", [snapshot], (side(120, 100, 125), side(120, 100)), repeat=1)
+    assert (gaps.base.worst_gap, gaps.this.worst_gap, gaps.differ) == (0.04, 0.0, 0)  # (125 - 120) / 125
     older = versus.versus("recorded", "1", [snapshot], (side(120, None), side(110, 105)), repeat=1)
     assert (older.base.k_total, older.this.k_total) == (120, 110)
 

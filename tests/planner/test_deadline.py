@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from tao_harness.planner.deadline import Deadline
+from tao_harness.planner.shared.deadline import Deadline
 
 
 def test_time_left_counts_the_cpu_floor() -> None:

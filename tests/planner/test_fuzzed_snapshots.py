@@ -16,8 +16,8 @@ allows), each shrunk to a few sessions, in tests/planner/fuzzed/:
   ran its DP over 69 billion quanta (MemoryError; the second fuzzing round, after the fixes above).
 Each is planned without an error, and the plan passes test_wild_snapshots' checks (every node within its
 room, admissions and interrupts of the right sessions, the bound holding).
-Listing the ways to fill a room (planner/bins.py) also once took 10-54 s a plan on such snapshots, on a
-path only a busy machine's wall-clock deadline took; its step budget is tested on its own below.
+Listing the ways to fill a room (planner/packing/bins.py) also once took 10-54 s a plan on such snapshots, on
+a path only a busy machine's wall-clock deadline took; its step budget is tested on its own below.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 
 from tao_harness.config import PlannerConfig
-from tao_harness.planner.bins import maximal_contents
-from tao_harness.planner.split import with_item
+from tao_harness.planner.packing.bins import maximal_contents
+from tao_harness.planner.packing.split import with_item
 from tao_harness.policies.tao import TaoPolicy
 from tao_harness.types import Snapshot
 

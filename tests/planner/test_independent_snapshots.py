@@ -32,8 +32,8 @@ from pathlib import Path
 import pytest
 
 from tao_harness.config import PlannerConfig
-from tao_harness.planner.deadline import Deadline
-from tao_harness.planner.problem import build_problem, is_feasible, objective
+from tao_harness.planner.shared.deadline import Deadline
+from tao_harness.planner.shared.problem import build_problem, is_feasible, objective
 from tao_harness.planner.solve import solve
 from tao_harness.types import Snapshot
 
@@ -44,7 +44,7 @@ FOLDER = Path(__file__).with_name("independent")
 K_STAR = {
     "forks-20": (529_421, 529_421),
     "forks-23": (367_305, 367_305),
-    "mixed-3": (956_367, 956_367),  # HiGHS over classes of alike sessions (planner/k_mip.py's model), 0.5 s;
+    "mixed-3": (956_367, 956_367),  # HiGHS over classes of alike sessions (planner/k/mip.py's model), 0.5 s;
     # over the sessions one by one: 959,118 still open after 60 s warm-started from a plan
     "mixed-7": (643_645, 643_645),
     "mixed-35": (478_426, 478_426),
@@ -81,10 +81,10 @@ def test_a_plan_is_feasible_and_its_bound_holds_k_star(name: str) -> None:
 
 def test_a_plan_with_sessions_pinned_to_a_crowded_replica_is_proven_at_the_root() -> None:
     """tenants-3: a third of the sessions may use one replica only. The merged room's (R, T, N) bound let
-    them spill into the others' room (R̄ 47 against 44); the confined bound (planner/bound.py) packs them
-    into their own and is the lexicographic optimum itself (HiGHS, four levels, 2 s), so the search around
-    the K placement ends at its root (657 search states with the merged bound alone). No deadline: how far
-    a deadline lets the search get depends on the machine."""
+    them spill into the others' room (R̄ 47 against 44); the confined bound (planner/bounds/lexicographic.py)
+    packs them into their own and is the lexicographic optimum itself (HiGHS, four levels, 2 s), so the search
+    around the K placement ends at its root (657 search states with the merged bound alone). No deadline: how
+    far a deadline lets the search get depends on the machine."""
     snapshot = Snapshot.from_json(json.loads((FOLDER / "tenants-3.json").read_text()))
     problem = build_problem(snapshot, snapshot.waiting)
     solution = solve(problem, state_budget=PlannerConfig().state_budget)

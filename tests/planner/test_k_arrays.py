@@ -1,4 +1,4 @@
-"""A K sub-problem's arrays (planner/k_arrays.py): the compiled restriction a search builds its children
+"""A K sub-problem's arrays (planner/k/arrays.py): the compiled restriction a search builds its children
 with agrees with building the smaller problem's arrays from scratch."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 
-from tao_harness.planner.k_arrays import OPEN, DualArrays
+from tao_harness.planner.k.arrays import OPEN, DualArrays
 
 
 def from_scratch(arrays: DualArrays, place: np.ndarray, drop: np.ndarray

@@ -1,4 +1,4 @@
-"""The compiled K-level kernels (planner/k_dual.py) against brute force: the forced-in / forced-out
+"""The compiled K-level kernels (planner/k/dual.py) against brute force: the forced-in / forced-out
 knapsacks the probe closes pairs with, the Lagrangian bound of the subgradient steps (≥ every
 placement's K, whatever the multipliers), and the placement they return (feasible, worth what it says)."""
 
@@ -10,14 +10,14 @@ from itertools import combinations
 
 import numpy as np
 
-from tao_harness.planner.deadline import Deadline
-from tao_harness.planner.k_arrays import OPEN, DualArrays
-from tao_harness.planner.k_dual import dual_steps, probe
-from tao_harness.planner.k_forced import forced_tables, forced_values
-from tao_harness.planner.knapsack import float_slack, knapsack_kernel
-from tao_harness.planner.lagrange import credit_matrix
-from tao_harness.planner.problem import build_problem, is_feasible
-from tao_harness.planner.shapes import SHAPES
+from planner_bench.shapes import SHAPES
+from tao_harness.planner.k.arrays import OPEN, DualArrays
+from tao_harness.planner.k.dual import dual_steps, probe
+from tao_harness.planner.k.forced import forced_tables, forced_values
+from tao_harness.planner.k.lagrange import credit_matrix
+from tao_harness.planner.shared.deadline import Deadline
+from tao_harness.planner.shared.knapsack import float_slack, knapsack_kernel
+from tao_harness.planner.shared.problem import build_problem, is_feasible
 from test_k_level import every_k_placement, k_of
 
 
@@ -163,7 +163,7 @@ def test_a_probe_past_the_deadline_gives_up() -> None:
 def test_a_probe_solves_small_problems_in_one_call_as_it_does_node_by_node(monkeypatch) -> None:
     """The batched probe (every node in one compiled call) and the node-by-node one (deadline checked
     between nodes) establish the same: settled or not, the same pairs closed, places fixed and split."""
-    import tao_harness.planner.k_dual as k_dual
+    import tao_harness.planner.k.dual as k_dual
 
     rng = random.Random("batched probe")
     far = Deadline.after(3600.0)

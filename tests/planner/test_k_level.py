@@ -1,6 +1,6 @@
-"""The K level's parts (planner/lagrange.py, planner/knapsack.py, planner/fill.py, planner/k_lp.py,
-planner/k_polish.py, planner/reshuffle.py) against brute force: the knapsack is exact, node fills are
-feasible, every LP-derived bound holds, shift moves never lose K, and the credits' gcd is used."""
+"""The K level's parts (planner/k/lagrange.py, planner/shared/knapsack.py, planner/k/lp.py,
+planner/k/polish.py, planner/k/reshuffle.py) against brute force: the knapsack is exact, every LP-derived
+bound holds, shift moves never lose K, and the credits' gcd is used."""
 
 from __future__ import annotations
 
@@ -10,20 +10,19 @@ from typing import Iterator
 
 import numpy as np
 
-from tao_harness.planner.bound import bound_holding, lexicographic_bound
-from tao_harness.planner.deadline import Deadline
-from tao_harness.planner.fill import node_fills
-from tao_harness.planner.k_arrays import DualArrays
-from tao_harness.planner.k_forced import forced_tables
-from tao_harness.planner.k_lp import k_relaxation
-from tao_harness.planner.k_polish import polish_placement
-from tao_harness.planner.k_unique import k_common_pairs, k_optimal_placements
-from tao_harness.planner.knapsack import knapsack
-from tao_harness.planner.lagrange import KLevel, _larger_twins, credit_matrix, k_level
-from tao_harness.planner.problem import Packer, Problem, build_problem, is_feasible
-from tao_harness.planner.reference import brute_force, milp_lexicographic
-from tao_harness.planner.shapes import SHAPES
-from tao_harness.planner.reshuffle import reshuffle
+from planner_bench.reference import brute_force, milp_lexicographic
+from planner_bench.shapes import SHAPES
+from tao_harness.planner.bounds.lexicographic import bound_holding, lexicographic_bound
+from tao_harness.planner.k.arrays import DualArrays
+from tao_harness.planner.k.forced import forced_tables
+from tao_harness.planner.k.lagrange import KLevel, _larger_twins, credit_matrix, k_level
+from tao_harness.planner.k.lp import k_relaxation
+from tao_harness.planner.k.polish import polish_placement
+from tao_harness.planner.k.reshuffle import reshuffle
+from tao_harness.planner.k.unique import k_common_pairs, k_optimal_placements
+from tao_harness.planner.shared.deadline import Deadline
+from tao_harness.planner.shared.knapsack import knapsack_kernel
+from tao_harness.planner.shared.problem import Packer, Problem, build_problem, is_feasible
 from tao_harness.types import Snapshot
 
 
@@ -41,6 +40,14 @@ def every_k_placement(problem: Problem) -> list[dict[int, int]]:
         if is_feasible(problem, placement):
             found.append(placement)
     return found
+
+
+def knapsack(items: list[int], size: tuple[int, ...], profit: dict[int, float], room: int
+             ) -> tuple[float, list[int]]:
+    """The compiled kernel's most profit of a subset of `items` within `room`, and that subset."""
+    value, take = knapsack_kernel(np.array([size[i] for i in items], dtype=np.int64),
+                                  np.array([profit[i] for i in items], dtype=np.float64), room)
+    return value, [i for i, taken in zip(items, take) if taken]
 
 
 def assert_knapsack_exact(size: tuple[int, ...], profit: dict[int, float], room: int) -> None:
@@ -133,19 +140,6 @@ def test_flat_credit_out_of_time_takes_no_subgradient_step() -> None:
         level = k_level(problem, Deadline(at=0.0, clock=lambda: 1.0))
         assert level.iterations == 0 and level.value <= level.bound
         assert k_level(problem).iterations > 0 or level.proven  # given the time, it does step
-
-
-def test_node_fills_are_feasible_and_fill_their_first_node_best() -> None:
-    for problem in small_problems("fills", 60):
-        credit = credit_matrix(problem)
-        first = min(range(problem.m), key=lambda b: (problem.room[b], b))  # smallest room: filled first
-        best_first = max((sum(credit[first][i] for i in subset) for r in range(len(credit[first]) + 1)
-                          for subset in combinations(credit[first], r)
-                          if sum(problem.size[i] for i in subset) <= problem.room[first]), default=0)
-        smallest_first, largest_first = node_fills(credit, problem.size, problem.room)
-        for placement in (smallest_first, largest_first):
-            assert is_feasible(problem, placement) and all(i in credit[b] for i, b in placement.items())
-        assert sum(credit[first][i] for i, b in smallest_first.items() if b == first) == best_first
 
 
 def shift_in(problem: Problem, placement: dict[int, int]) -> dict[int, int]:
@@ -293,7 +287,7 @@ def test_flat_credit_settled_by_the_lp_bound_takes_no_step_and_is_exact() -> Non
 
 
 def test_knapsack_on_large_rooms_is_exact() -> None:
-    """Rooms of thousands of quanta take the branch and bound before the DP (planner/knapsack.py): the
+    """Rooms of thousands of quanta take the branch and bound before the DP (planner/shared/knapsack.py): the
     same optimum as brute force, ties, zero sizes and sizes in whole blocks (a common factor the room
     lacks) included, and the choice fits."""
     rng = random.Random("large rooms")

@@ -1,4 +1,4 @@
-"""HiGHS's branch and cut on the K level (planner/k_mip.py) against brute force: with time enough it
+"""HiGHS's branch and cut on the K level (planner/k/mip.py) against brute force: with time enough it
 proves the optimum and returns a placement reaching it, alike sessions counted as one class; its bound
 holds whatever start it is given; and on small tight-packing snapshots and on snapshots of forks the K
 level, which hands such sub-problems to it, agrees with an independent MILP."""
@@ -12,14 +12,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from tao_harness.planner.deadline import Deadline
-from tao_harness.planner.k_arrays import DualArrays
-from tao_harness.planner.k_mip import Alike, KBranchCut, k_branch_and_cut
-from tao_harness.planner import lagrange
-from tao_harness.planner.lagrange import credit_matrix, k_level
-from tao_harness.planner.problem import Problem, build_problem, is_feasible
-from tao_harness.planner.reference import milp_lexicographic
-from tao_harness.planner.shapes import SHAPES
+from planner_bench.reference import milp_lexicographic
+from planner_bench.shapes import SHAPES
+from tao_harness.planner.k import lagrange
+from tao_harness.planner.k.arrays import DualArrays
+from tao_harness.planner.k.lagrange import credit_matrix, k_level
+from tao_harness.planner.k.mip import Alike, KBranchCut, k_branch_and_cut
+from tao_harness.planner.shared.deadline import Deadline
+from tao_harness.planner.shared.problem import Problem, build_problem, is_feasible
 from tao_harness.planner.warm import warm_up
 from tao_harness.types import CacheEntry, NodeState, PlannerParams, SessionView, Snapshot
 from test_k_dual import small_k_problems
@@ -120,7 +120,7 @@ def test_the_k_level_on_tight_packings_agrees_with_an_independent_milp(
 ) -> None:
     """Where the K level hands its search over to HiGHS (small sub-problems; with no time for the search
     first, every unsettled root is handed over), its proven K is scipy's MILP optimum
-    (planner/reference.py) and its placement reaches it."""
+    (scripts/planner_bench/reference.py) and its placement reaches it."""
     warm_up()  # the kernels compiled or loaded before the deadline starts, as a TAO policy does
     monkeypatch.setattr(lagrange, "_MIP_AFTER", search_share)
     handed = counted_handovers(monkeypatch)
@@ -175,7 +175,7 @@ def test_the_k_level_over_forks_counts_them_with_highs_first_and_agrees_with_an_
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Sessions forked in a few groups: where the first steps leave the K level open, HiGHS goes first over
-    the classes (planner/lagrange.py's `_MIP_FIRST_COLUMNS`; here sessions alike by twos will do), and its K
+    the classes (planner/k/lagrange.py's `_MIP_FIRST_COLUMNS`; here sessions alike by twos will do), and its K
     is scipy's MILP optimum, proven."""
     warm_up()
     monkeypatch.setattr(lagrange, "_MIP_FIRST_ALIKE", 2)

@@ -1,4 +1,4 @@
-"""Two nodes of a K placement re-solved together (planner/k_pairs.py, used by planner/lagrange.py): the
+"""Two nodes of a K placement re-solved together (planner/k/pairs.py, used by planner/k/lagrange.py): the
 pair picked has the most knapsack slack at the multipliers, and the re-solved placement is feasible, never
 worse, and the best of all that keep the other nodes as they were (against enumeration)."""
 
@@ -9,12 +9,12 @@ from itertools import combinations
 
 import numpy as np
 
-from tao_harness.planner.lagrange import _two_nodes_resolved, credit_matrix
-from tao_harness.planner.deadline import Deadline
-from tao_harness.planner.k_arrays import DualArrays
-from tao_harness.planner.k_pairs import pair_problem, widest_pair
-from tao_harness.planner.problem import Problem, build_problem, is_feasible
-from tao_harness.planner.shapes import SHAPES
+from planner_bench.shapes import SHAPES
+from tao_harness.planner.k.arrays import DualArrays
+from tao_harness.planner.k.lagrange import _two_nodes_resolved, credit_matrix
+from tao_harness.planner.k.pairs import pair_problem, widest_pair
+from tao_harness.planner.shared.deadline import Deadline
+from tao_harness.planner.shared.problem import Problem, build_problem, is_feasible
 from test_k_level import every_k_placement, k_of
 
 

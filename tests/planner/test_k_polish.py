@@ -1,4 +1,4 @@
-"""The compiled local search on K-placements (planner/k_polish.py): it never loses K, keeps the placement
+"""The compiled local search on K-placements (planner/k/polish.py): it never loses K, keeps the placement
 feasible and says what it is worth; it makes the moves it claims (a shift that makes room, an exact
 re-pack of a node, and with exchanges a session moved to a better node alone or swapped with one there)."""
 
@@ -8,8 +8,8 @@ import random
 
 import numpy as np
 
-from tao_harness.planner.k_arrays import DualArrays
-from tao_harness.planner.k_polish import exchanged_placement, polish, polish_placement
+from tao_harness.planner.k.arrays import DualArrays
+from tao_harness.planner.k.polish import exchanged_placement, polish, polish_placement
 from test_k_dual import small_k_problems
 from test_k_level import every_k_placement, k_of
 

@@ -1,4 +1,4 @@
-"""Where the K level's multipliers start (planner/k_start.py): the start's bound L(λ) holds every placement,
+"""Where the K level's multipliers start (planner/k/start.py): the start's bound L(λ) holds every placement,
 is never above that of the second-best credits (one of its guesses), and with scarce rooms is far below it."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from itertools import permutations
 
 import numpy as np
 
-from tao_harness.planner.k_arrays import DualArrays
-from tao_harness.planner.k_dual import lagrangian_bound
-from tao_harness.planner.k_start import starting_multipliers
-from tao_harness.planner.knapsack import float_slack
-from tao_harness.planner.lagrange import credit_matrix
-from tao_harness.planner.problem import Problem
+from tao_harness.planner.k.arrays import DualArrays
+from tao_harness.planner.k.dual import lagrangian_bound
+from tao_harness.planner.k.lagrange import credit_matrix
+from tao_harness.planner.k.start import starting_multipliers
+from tao_harness.planner.shared.knapsack import float_slack
+from tao_harness.planner.shared.problem import Problem
 from test_k_dual import best_subset, small_k_problems
 from test_k_level import every_k_placement, k_of
 

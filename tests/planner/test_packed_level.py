@@ -1,17 +1,17 @@
 """The residual around a K placement solved as a K level over packed (R, T, N) values
-(planner/packed_level.py): against brute force on small residuals with eligibility subsets, and against
+(planner/rest/packed_level.py): against brute force on small residuals with eligibility subsets, and against
 the MILP on the residuals of 32 x 8 snapshots with eligibility subsets."""
 
 from __future__ import annotations
 
 import random
 
-from tao_harness.planner.certificate import residual_problem
-from tao_harness.planner.credit import k_optimal_options
-from tao_harness.planner.packed_level import packed_level
-from tao_harness.planner.problem import Packer, Problem, build_problem, is_feasible, objective
-from tao_harness.planner.reference import brute_force, milp_lexicographic
-from tao_harness.planner.shapes import SHAPES
+from planner_bench.reference import brute_force, milp_lexicographic
+from planner_bench.shapes import SHAPES
+from tao_harness.planner.bounds.certificate import residual_problem
+from tao_harness.planner.bounds.credit import k_optimal_options
+from tao_harness.planner.rest.packed_level import packed_level
+from tao_harness.planner.shared.problem import Packer, Problem, build_problem, is_feasible, objective
 from tao_harness.types import MAX_TOKENS
 
 

@@ -11,15 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tao_harness.planner.bound import (bound_holding, confined_bound, lexicographic_bound, merged_bound,
-                                      rest_bound)
-from tao_harness.planner.certificate import certified_placement
-from tao_harness.planner.credit import best_credit_subsets, k_optimal_options
-from tao_harness.planner.deadline import Deadline
-from tao_harness.planner.dp import BudgetExceeded, exact_dp
-from tao_harness.planner.knapsack import dembo_hammer
-from tao_harness.planner.problem import Packer, Problem, Solution, is_feasible
-from tao_harness.planner.reference import _closed, brute_force, milp_lexicographic, objective
+from planner_bench.reference import _closed, brute_force, milp_lexicographic, objective
+from tao_harness.planner.bounds.certificate import certified_placement
+from tao_harness.planner.bounds.credit import best_credit_subsets, k_optimal_options
+from tao_harness.planner.bounds.lexicographic import (bound_holding, confined_bound, lexicographic_bound,
+                                                      merged_bound, rest_bound)
+from tao_harness.planner.rest.dp import BudgetExceeded, exact_dp
+from tao_harness.planner.shared.deadline import Deadline
+from tao_harness.planner.shared.knapsack import dembo_hammer
+from tao_harness.planner.shared.problem import Packer, Problem, Solution, is_feasible
 from tao_harness.planner.solve import _repacked, solve
 
 from test_twins import twin_problem

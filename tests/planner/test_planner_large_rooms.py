@@ -11,11 +11,14 @@ import time
 import pytest
 
 from tao_harness.config import PlannerConfig
-from tao_harness.planner import certificate, credit, split
-from tao_harness.planner.certificate import fullest_fills, surrogate_knapsack
-from tao_harness.planner.credit import best_credit_subsets
-from tao_harness.planner.problem import build_problem, is_feasible, objective
-from tao_harness.planner.split import fullest_subset
+from tao_harness.planner.bounds import certificate, credit
+from tao_harness.planner.bounds.certificate import fullest_fills
+from tao_harness.planner.bounds.credit import best_credit_subsets
+from tao_harness.planner.packing import split
+from tao_harness.planner.packing.split import fullest_subset
+from tao_harness.planner.shared import int_knapsack
+from tao_harness.planner.shared.int_knapsack import surrogate_knapsack
+from tao_harness.planner.shared.problem import build_problem, is_feasible, objective
 from tao_harness.policies.registry import get_policy
 from tao_harness.types import CacheEntry, NodeState, PlannerParams, SessionView, Snapshot
 
@@ -46,7 +49,7 @@ def test_best_credit_subsets_in_the_sizes_gcd_and_past_the_limit(monkeypatch: py
 def test_surrogate_knapsack_in_the_sizes_gcd_and_past_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     size, gain = [3000, 5000, 7000, 2000], [4, 6, 9, 1]
     assert sorted(surrogate_knapsack([0, 1, 2, 3], size, gain, 10999) or []) == [0, 2]  # 13 in 10,000
-    monkeypatch.setattr(certificate, "_DP_CELLS", 5)
+    monkeypatch.setattr(int_knapsack, "_DP_CELLS", 5)
     assert surrogate_knapsack([0, 1, 2, 3], size, gain, 10999) is None
     assert surrogate_knapsack([0, 1], size, gain, 10999) == [0, 1]  # all fit: no DP needed
 

@@ -1,5 +1,5 @@
-"""The residual machinery: R* by packing the smallest ready sessions, the capped DP bound, local repair,
-the nested bound and the branch and bound over room fillings (against brute force and the MILP)."""
+"""The residual machinery: the bin-packing feasibility search, local repair, the nested bound and the branch
+and bound over room fillings (against brute force and the MILP)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,14 @@ import random
 
 import pytest
 
-from tao_harness.planner import bins
-from tao_harness.planner.bins import solve_residual
-from tao_harness.planner.certificate import residual_problem
-from tao_harness.planner.dp import exact_dp
-from tao_harness.planner.improve import improve
-from tao_harness.planner.nested import nested_bound, nested_prefix
-from tao_harness.planner.problem import Packer, Problem, is_feasible, total_value
-from tao_harness.planner.ready_cap import ReadyCap, SearchLimit, max_ready, pack_all
-from tao_harness.planner.reference import brute_force, milp_lexicographic, objective
+from planner_bench.reference import brute_force, milp_lexicographic, objective
+from tao_harness.planner.bounds.certificate import residual_problem
+from tao_harness.planner.packing import bins
+from tao_harness.planner.packing.bins import solve_residual
+from tao_harness.planner.packing.improve import improve
+from tao_harness.planner.packing.nested import nested_bound, nested_prefix
+from tao_harness.planner.packing.feasible import SearchLimit, pack_all
+from tao_harness.planner.shared.problem import Packer, Problem, is_feasible, total_value
 from tao_harness.planner.solve import solve
 
 
@@ -29,35 +28,6 @@ def uniform_problem(rng: random.Random, n: int, m: int, *, big: bool = False) ->
     sizes = tuple(rng.randint(1, 9 if big else 6) for _ in range(n))
     return Problem(tuple(f"s{i}" for i in range(n)), tuple(f"r{b}" for b in range(m)), sizes,
                    tuple(rng.randint(2, 16 if big else 12) for _ in range(m)), tuple(values))
-
-
-def ready_cap_of(problem: Problem) -> ReadyCap:
-    ready = [i for i in range(problem.n) if problem.values[i][0][1] == 1]  # type: ignore[index]
-    cap = max_ready(ready, list(problem.size), list(problem.room))
-    assert cap is not None
-    return cap
-
-
-def most_ready_by_enumeration(problem: Problem) -> int:
-    ready = [i for i in range(problem.n) if problem.values[i][0][1] == 1]  # type: ignore[index]
-    best = 0
-    for choice in itertools.product(range(-1, problem.m), repeat=len(ready)):
-        used = [0] * problem.m
-        for i, b in zip(ready, choice):
-            if b >= 0:
-                used[b] += problem.size[i]
-        if all(u <= r for u, r in zip(used, problem.room)):
-            best = max(best, sum(b >= 0 for b in choice))
-    return best
-
-
-def test_max_ready_is_the_true_maximum_and_its_packing_fits() -> None:
-    rng = random.Random(21)
-    for _ in range(150):
-        problem = uniform_problem(rng, rng.randint(0, 7), rng.randint(1, 3))
-        cap = ready_cap_of(problem)
-        assert cap.count == most_ready_by_enumeration(problem) == len(cap.placement)
-        assert is_feasible(problem, cap.placement)
 
 
 def test_pack_all_decides_feasibility_and_respects_its_node_limit() -> None:
@@ -75,9 +45,8 @@ def test_pack_all_proves_a_fragmented_misfit_at_its_root() -> None:
     a few quanta short each, so the merged room's slack is no proof; the subset-sum fills are, at once."""
     sizes = [10, 10, 18, 18, 26, 26, 26, 34, 34, 34, 34, 34, 34, 34, 42]  # 414 in all
     rooms = [49, 0, 47, 76, 26, 13, 163, 45]  # 419 in all, the fullest fills 410
-    spent = [0]
-    assert pack_all(list(range(len(sizes))), sizes, rooms, node_limit=10, spent=spent) is None
-    assert spent == [1]  # (without the fills: 38,733 nodes)
+    assert pack_all(list(range(len(sizes))), sizes, rooms, node_limit=1) is None  # (without the fills: 38,733
+    # nodes)
 
 
 @pytest.mark.parametrize("scale", [1, 4099])
@@ -96,28 +65,6 @@ def test_pack_all_agrees_with_enumeration_on_sizes_with_a_common_step(scale: int
         if placement is not None:
             used = [sum(sizes[i] for i, b in placement.items() if b == r) for r in range(len(rooms))]
             assert all(u <= room for u, room in zip(used, rooms))
-
-
-def test_max_ready_counts_the_smallest_that_fit_at_fine_quanta() -> None:
-    """1-token quanta (rooms of 10^5 tokens, past the bitsets' width): R* as the enumeration finds it."""
-    rng = random.Random(37)
-    for _ in range(60):
-        problem = uniform_problem(rng, rng.randint(0, 7), rng.randint(1, 3))
-        scaled = Problem(problem.session_ids, problem.node_ids, tuple(w * 9973 + 1 for w in problem.size),
-                         tuple(r * 9973 for r in problem.room), problem.values)
-        cap = ready_cap_of(scaled)
-        assert cap.count == most_ready_by_enumeration(scaled) == len(cap.placement)
-        assert is_feasible(scaled, cap.placement)
-
-
-def test_dp_with_ready_cap_matches_brute_force() -> None:
-    rng = random.Random(23)
-    for _ in range(120):
-        problem = uniform_problem(rng, rng.randint(0, 8), rng.randint(1, 3))
-        cap = ready_cap_of(problem).count
-        placement, _ = exact_dp(problem, Packer.for_problem(problem), 10**6, ready_cap=cap)
-        assert placement is not None
-        assert objective(problem, placement) == brute_force(problem), problem
 
 
 def test_improve_never_loses_value_and_repairs_a_poor_plan() -> None:
@@ -144,7 +91,8 @@ def tight_problem(rng: random.Random, n: int, m: int) -> Problem:
 
 def test_many_rooms_with_few_sessions_each_are_solved_exactly() -> None:
     """The shape where the merged-room bound alone pruned nothing: this instance used to exhaust a
-    20k-state budget; with R* capped and a repaired incumbent it is proven well within it."""
+    20k-state budget; with a repaired incumbent and the residual's branch and bound first it is proven well
+    within it."""
     rng = random.Random(1)
     problem = [tight_problem(rng, 20, 8) for _ in range(3)][2]
     solution = solve(problem, state_budget=20_000)
@@ -237,9 +185,8 @@ def test_branch_and_bound_matches_brute_force(
     for _ in range(150):
         n, m = rng.randint(5, 8), rng.randint(2, 3)
         problem = restricted_problem(rng, n, m) if restricted else fragmented_problem(rng, n, m)
-        cap = None if restricted else ready_cap_of(problem)  # R* by the smallest: not with subsets
         packer = Packer.for_problem(problem)
-        result = solve_residual(problem, packer, {}, cap, node_limit=10**6)
+        result = solve_residual(problem, packer, {}, node_limit=10**6)
         assert result.proven and is_feasible(problem, result.placement)
         assert objective(problem, result.placement) == brute_force(problem), problem
         searched += result.nodes > 1 and (not restricted or any(None in row for row in problem.values))
@@ -270,7 +217,7 @@ def test_the_residual_search_is_exact_on_sizes_with_a_common_factor() -> None:
         base = fragmented_problem(rng, rng.randint(5, 8), rng.randint(2, 3))
         problem = Problem(base.session_ids, base.node_ids, tuple(4 * w for w in base.size),
                           tuple(4 * room + rng.randint(0, 3) for room in base.room), base.values)
-        result = solve_residual(problem, Packer.for_problem(problem), {}, None, node_limit=10**6)
+        result = solve_residual(problem, Packer.for_problem(problem), {}, node_limit=10**6)
         assert result.proven and is_feasible(problem, result.placement)
         assert objective(problem, result.placement) == brute_force(problem), problem
 
@@ -287,7 +234,7 @@ def test_node_limit_returns_an_unproven_feasible_placement() -> None:
     rng = random.Random(1)
     problem = tight_problem(rng, 30, 6)
     packer = Packer.for_problem(problem)
-    result = solve_residual(problem, packer, {}, ready_cap_of(problem), node_limit=1)
+    result = solve_residual(problem, packer, {}, node_limit=1)
     assert not result.proven and result.nodes <= 2 and is_feasible(problem, result.placement)
     assert total_value(problem, packer, result.placement) >= 0
 

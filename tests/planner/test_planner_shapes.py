@@ -1,5 +1,5 @@
-"""The planner on every snapshot shape (planner/shapes.py): exact against brute force and the MILP, and
-every plan's certified bound holds the true optimum (so its proven gap is never optimistic)."""
+"""The planner on every snapshot shape (scripts/planner_bench/shapes.py): exact against brute force and the
+MILP, and every plan's certified bound holds the true optimum (so its proven gap is never optimistic)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Iterator
 
 import pytest
 
+from planner_bench.reference import brute_force, milp_lexicographic, objective
+from planner_bench.shapes import SHAPES
 from tao_harness.config import PlannerConfig
-from tao_harness.planner.deadline import Deadline
-from tao_harness.planner.lagrange import k_level
-from tao_harness.planner.problem import Problem, build_problem, is_feasible
-from tao_harness.planner.reference import brute_force, milp_lexicographic, objective
-from tao_harness.planner.shapes import SHAPES
+from tao_harness.planner.k.lagrange import k_level
+from tao_harness.planner.shared.deadline import Deadline
+from tao_harness.planner.shared.problem import Problem, build_problem, is_feasible
 from tao_harness.planner.solve import solve
 from tao_harness.policies.registry import get_policy
 from tao_harness.types import Plan, Snapshot

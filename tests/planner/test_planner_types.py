@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from planner_bench.reference import brute_force
 from tao_harness.config import PlannerConfig
-from tao_harness.planner.problem import build_problem
-from tao_harness.planner.reference import brute_force
+from tao_harness.planner.shared.problem import build_problem
 from tao_harness.policies.registry import get_policy
 from tao_harness.types import CacheEntry, Plan, PlannerParams, Snapshot, SnapshotError
 

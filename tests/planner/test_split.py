@@ -1,4 +1,4 @@
-"""Splitting a chosen set of sessions into the real rooms (planner/split.py): always a valid partial
+"""Splitting a chosen set of sessions into the real rooms (planner/packing/split.py): always a valid partial
 placement, and on tight packings with eligibility subsets the extra fills find what best fit and the
 first fill miss."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from itertools import product
 
-from tao_harness.planner.split import split, subset_sum_split
+from tao_harness.planner.packing.split import fill_rooms, split
 
 
 def cut_rooms(rng: random.Random, rooms: list[int], pieces: int) -> tuple[list[int], dict[int, set[int]]]:
@@ -87,6 +87,6 @@ def test_more_tries_split_tight_packings_the_first_two_miss() -> None:
 
 def test_the_fill_keeps_each_session_on_a_room_it_may_use() -> None:
     # the smallest room is filled first; without `allowed` session 0 would go there
-    placement, left = subset_sum_split([0, 1], [4, 4], [4, 8], {0: {1}, 1: {0, 1}})
+    placement, left = fill_rooms([0, 1], [4, 4], [4, 8], [0, 1], {0: {1}, 1: {0, 1}})
     assert placement == {1: 0, 0: 1} and left == []
-    assert subset_sum_split([0], [4], [4, 8], {0: set()}) == ({}, [0])
+    assert fill_rooms([0], [4], [4, 8], [0, 1], {0: set()}) == ({}, [0])

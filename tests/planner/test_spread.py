@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from tao_harness.planner.problem import Packer, Problem, is_feasible, total_value
+from tao_harness.planner.shared.problem import Packer, Problem, is_feasible, total_value
 from tao_harness.planner.spread import spread
 
 

@@ -1,12 +1,13 @@
-"""The merged-room knapsack (planner/certificate.py): optimal against brute force, exact on packed values
-near 2^62 (where a float would round), and the same choice among equal optima as a plain 0-1 DP table."""
+"""The merged-room knapsack (planner/shared/int_knapsack.py): optimal against brute force, exact on
+packed values near 2^62 (where a float would round), and the same choice among equal optima as a plain 0-1
+DP table."""
 
 from __future__ import annotations
 
 import itertools
 import random
 
-from tao_harness.planner.certificate import surrogate_knapsack
+from tao_harness.planner.shared.int_knapsack import surrogate_knapsack
 
 
 def best_gain(items: list[int], size: list[int], gain: list[int], capacity: int) -> int:

@@ -1,13 +1,13 @@
-"""Swapping better twins into the K-placement (planner/twins.py): K and rooms kept, ready twins taken."""
+"""Swapping better twins into the K-placement (planner/k/twins.py): K and rooms kept, ready twins taken."""
 
 from __future__ import annotations
 
 import random
 
-from tao_harness.planner.lagrange import k_level
-from tao_harness.planner.problem import Problem, is_feasible, objective
-from tao_harness.planner.reference import brute_force
-from tao_harness.planner.twins import with_better_twins
+from planner_bench.reference import brute_force
+from tao_harness.planner.k.lagrange import k_level
+from tao_harness.planner.k.twins import with_better_twins
+from tao_harness.planner.shared.problem import Problem, is_feasible, objective
 
 
 def test_an_unready_session_gives_its_place_to_a_ready_twin() -> None:

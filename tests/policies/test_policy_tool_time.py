@@ -14,7 +14,8 @@ from tao_harness.types import CacheEntry, PlannerParams, Snapshot
 from test_policy_tao import Q, acting, cached, tokens
 
 Snap = Callable[..., Snapshot]
-PRICED = {"tool_time_release": True, "recompute_tokens_per_s": 1000.0}
+# A flat 1000 tokens/s: attention's share of a recompute is left out (it doubles a token's cost at 10^9 tokens).
+PRICED = {"tool_time_release": True, "recompute_tokens_per_s": 1000.0, "recompute_attention_tokens": 1e9}
 
 
 def back_in(holder: dict[str, Any], seconds: float) -> dict[str, Any]:
@@ -47,7 +48,7 @@ def test_a_holder_back_within_a_few_reload_times_is_kept(snap: Snap) -> None:
     for left, released in ((6.0, False), (6.2, True)):
         snapshot = snap(nodes=nodes, sessions=[back_in(acting("holder", 10, {}), left), waiting], **PRICED)
         holder = snapshot.sessions[0]
-        assert reload_s(snapshot, holder) == pytest.approx(2.048)
+        assert reload_s(snapshot, holder) == pytest.approx(2.048, rel=1e-4)
         assert worth_releasing(snapshot, holder) is released
         assert get_policy("tao").plan(snapshot).interrupts == (("holder",) if released else ())
 
@@ -57,17 +58,28 @@ def test_a_holder_whose_return_nothing_predicts_counts_as_away_indefinitely(snap
     assert tool_time_left(snapshot, snapshot.sessions[0]) == math.inf
 
 
+def test_a_recompute_grows_with_attention_over_the_context() -> None:
+    params = PlannerParams()  # Qwen3-32B on 2xH100: 19k tokens/s of linear layers, attention doubling at 30k
+    assert params.reload_s(30_000) == pytest.approx(30_000 / 19_000 * 1.5)
+    assert params.reload_s(200_000) == pytest.approx(200_000 / 19_000 * (1 + 200_000 / 60_000))
+    assert params.reload_s(200_000) > 18 * params.reload_s(30_000)  # 45 s against 2.4 s
+
+
 def test_a_host_tier_makes_releases_cheap_and_keeps_credit_for_host_resident_contexts() -> None:
-    gpu_only = PlannerParams(recompute_tokens_per_s=10_000.0)
-    host = PlannerParams(recompute_tokens_per_s=10_000.0, host_tokens_per_s=200_000.0, host_half_life_s=600.0)
-    assert (gpu_only.reload_tokens_per_s, host.reload_tokens_per_s) == (10_000.0, 200_000.0)
-    assert host.host_saving == pytest.approx(0.95)
+    gpu_only = PlannerParams(recompute_tokens_per_s=10_000.0, recompute_attention_tokens=1e9)
+    host = PlannerParams(recompute_tokens_per_s=10_000.0, recompute_attention_tokens=1e9,
+                         host_tokens_per_s=200_000.0, host_half_life_s=600.0)
+    assert (gpu_only.reload_s(40_000), host.reload_s(40_000)) == pytest.approx((4.0, 0.2), rel=1e-4)
+    assert host.host_saving(40_000) == pytest.approx(0.95, rel=1e-4)
     entry = CacheEntry(tokens=40_000, observed_at=0.0)
     assert entry.value(0.0, host) == 40_000  # still on the GPU: whole
     assert entry.value(120.0, gpu_only) == 10  # 12 GPU half-lives: 40,000 / 4,096
     # In host memory a reload saves 95% of a recompute, halving with the host LRU's turnover.
-    assert entry.value(120.0, host) == round(0.95 * 40_000 * 2 ** (-120 / 600))
-    assert entry.value(600.0, host) == 19_000
+    assert entry.value(120.0, host) == pytest.approx(0.95 * 40_000 * 2 ** (-120 / 600), abs=2)
+    assert entry.value(600.0, host) == pytest.approx(19_000, abs=2)
+    # A larger context, whose recompute attention makes dearer, saves more by its reload.
+    assert PlannerParams(host_tokens_per_s=200_000.0).host_saving(200_000) > PlannerParams(
+        host_tokens_per_s=200_000.0).host_saving(10_000)
 
 
 def test_host_credit_brings_an_interrupted_session_back_to_its_replica(snap: Snap) -> None:

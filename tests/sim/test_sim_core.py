@@ -150,3 +150,26 @@ def test_unknown_policy_and_empty_trace_are_rejected() -> None:
         simulate(hand_trace(1, 2), config("nope"))
     with pytest.raises(ValueError, match="no sessions"):
         simulate([], config("tao"))
+
+
+def test_without_tool_events_a_long_tool_is_released_only_once_its_quiet_time_says_so() -> None:
+    """The readiness ablation: the hint `sleep 100` lets TAO give a waiting session the room of a holder
+    whose tool has just started; seeing only the LLM traffic, it waits until the holder has been quiet for
+    as long as a few reloads of its 30k-token context (`coordinator.views.predicted_return`)."""
+    long_tool = (TraceTool("bash", "sleep 100", 100.0, 600.0),)
+    trace = hand_trace(2, 2, first_input=30_000, tools=long_tool, spacing_s=1.0)
+    shape = {"replicas": 1, "workers": 2, "num_gpu_blocks": 3_125}  # 50k tokens: one context at a time
+    told = simulate(trace, config("tao", **shape)).metrics
+    blind = simulate(trace, config("tao", tool_events=False, **shape)).metrics
+    assert told.sessions == blind.sessions == 2
+    assert told.max_ttft_s + 4.0 < blind.max_ttft_s
+
+
+def test_thunderagent_plans_on_its_timer_with_nothing_waiting() -> None:
+    """Its scheduler loop runs every interval regardless (`plans_on_timer`); TAO plans only when a plan
+    could change something."""
+    trace = hand_trace(2, 3, tools=(TraceTool("bash", "sleep 30", 30.0, 60.0),))
+    shape = {"replicas": 1, "workers": 2}  # both fit: after the first admissions the pool stays empty
+    timed = simulate(trace, config("thunderagent", **shape)).metrics
+    driven = simulate(trace, config("tao", **shape)).metrics
+    assert driven.plans < 10 < timed.plans
