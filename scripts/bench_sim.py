@@ -13,8 +13,8 @@ and prints the load.
 2,000 sessions × 512 workers × 32 replicas in < 120 s and 300 × 64 × 4 in < 20 s. Its `plans` and
 `solve_p95_ms` columns are the plans of those runs (up to 512 sessions over 32 replicas); the planner alone
 on synthetic 512-waiting × 32-replica snapshots is `scripts/bench_planner.py --sizes 512x32`. Measured on this
-2-core machine at load ~13 (tao, seed 0): 2,000 × 512 × 32 took 617-620 s CPU (2,098,681 events, 43,743
-plans), 300 × 64 × 4 took 42-45 s CPU (126,303 events): both targets are missed; the closing note of the
+2-core machine, quiet (tao, seed 0): 2,000 × 512 × 32 took 523 s CPU, 674 s wall (2,098,681 events, 43,743
+plans), 300 × 64 × 4 took 31-33 s CPU (129,687 events): both targets are missed; the closing note of the
 sim-scale branch says where the time goes.
 """
 
