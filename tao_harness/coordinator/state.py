@@ -52,7 +52,7 @@ from tao_harness.coordinator.records import (
 )
 from tao_harness.coordinator.views import node_state, session_view
 from tao_harness.readiness.state import refresh, start_execution
-from tao_harness.types import CacheEntry, PlannerParams, Plan, Snapshot
+from tao_harness.types import CacheEntry, NodeState, PlannerParams, Plan, Snapshot
 
 Signatures = Mapping[str, int]
 
@@ -79,6 +79,7 @@ class ClusterState:
             raise ValueError("a cluster needs at least one node")
         self._used = dict.fromkeys(self._capacity, 0)
         self._load = {node_id: NodeLoad() for node_id in self._capacity}
+        self._node_memo: dict[str, tuple[tuple[int, int, NodeLoad], NodeState]] = {}  # see `_node_state`
         self._down: set[str] = set()
         self._sessions: dict[str, Session] = {}
         self._in_pool = 0  # sessions whose phase is in POOL_PHASES, kept by `_set_phase`
@@ -165,17 +166,25 @@ class ClusterState:
         Not a pure read: an overdue tool's one-time probe (r = 1 once) is spent by the snapshot that
         offers it, so each overdue call gets exactly one planning round (readiness.state.consume_probe).
         """
-        nodes = tuple(
-            node_state(node_id, capacity, self._used[node_id], self._load[node_id])
-            for node_id, capacity in self._capacity.items()
-            if node_id not in self._down
-        )
+        nodes = tuple(self._node_state(node_id, capacity)
+                      for node_id, capacity in self._capacity.items() if node_id not in self._down)
         pool = sorted((s for s in self._sessions.values() if s.phase in POOL_PHASES), key=lambda s: s.pool_since)
         holding = [s for s in self._sessions.values() if s.phase in HOLDING_PHASES and s.node not in self._down]
         node_ids = tuple(node.id for node in nodes)
-        views = tuple(session_view(s, now, self._readiness, self._down, node_ids, self._shared_resident(s, node_ids))
+        floors: dict[str, int | None] = {}  # per prefix group, for this snapshot's pool sessions
+        views = tuple(session_view(s, now, self._readiness, self._down, node_ids,
+                                   self._shared_resident(s, node_ids, floors))
                       for s in (*pool, *holding))
         return Snapshot(now=now, params=self._params, nodes=nodes, sessions=views)
+
+    def _node_state(self, node_id: str, capacity: int) -> NodeState:
+        """The node's `NodeState`, the last one again while its inputs are unchanged: a plan at cluster
+        scale builds one per node, and most nodes' reservations and load did not change since the last."""
+        key = (capacity, self._used[node_id], self._load[node_id])
+        memo = self._node_memo.get(node_id)
+        if memo is None or memo[0] != key:
+            memo = self._node_memo[node_id] = (key, node_state(node_id, *key))
+        return memo[1]
 
     # ------------------------------------------------------------------ events
 
@@ -435,14 +444,37 @@ class ClusterState:
         session.pool_since = now
         session.version += 1
 
-    def _shared_resident(self, session: Session, node_ids: tuple[str, ...]) -> bool:
-        """Its shared prefix is carried by another holder on its node, or (in the pool) on every node it may use."""
+    def _shared_resident(self, session: Session, node_ids: tuple[str, ...], floors: dict[str, int | None]) -> bool:
+        """Its shared prefix is carried by another holder on its node, or (in the pool) on every node it may use.
+
+        `floors` caches, per prefix group, `_keeper_floor` over `node_ids` for the pool sessions of one
+        snapshot: with hundreds waiting on tens of nodes, asking every node for every session was a fifth
+        of a cluster-scale snapshot."""
         if session.prefix_group is None or not session.shared_tokens:
             return False
         if session.phase in HOLDING_PHASES:
             return session.node is not None and self.shared_credit(session, session.node) > 0
-        usable = [n for n in node_ids if n not in session.avoid]
-        return bool(usable) and all(self.shared_credit(session, n) > 0 for n in usable)
+        if session.avoid:
+            usable = [n for n in node_ids if n not in session.avoid]
+            return bool(usable) and all(self.shared_credit(session, n) > 0 for n in usable)
+        if session.prefix_group not in floors:
+            floors[session.prefix_group] = self._keeper_floor(session.prefix_group, node_ids)
+        floor = floors[session.prefix_group]
+        # shared_credit > 0 on a node exactly when a keeper there (never a pool session) carries this much
+        shared = min(session.shared_tokens, session.tokens)
+        return floor is not None and 0 < shared <= floor
+
+    def _keeper_floor(self, prefix_group: str, node_ids: tuple[str, ...]) -> int | None:
+        """The least shared prefix the group's keepers carry over `node_ids`; None if a node has no keeper."""
+        floor: int | None = None
+        for node_id in node_ids:
+            holders = self._sharing.get((node_id, prefix_group))
+            if not holders:
+                return None
+            keeper = next(iter(holders.values()))
+            carried = min(keeper.shared_tokens, keeper.tokens)
+            floor = carried if floor is None else min(floor, carried)
+        return floor
 
     def shared_credit(self, session: Session, node_id: str) -> int:
         """Tokens of the session's shared prefix that another holder of its group carries on `node_id`."""

@@ -6,7 +6,7 @@ from collections.abc import Set
 
 from tao_harness.config import ReadinessConfig
 from tao_harness.coordinator.records import HOLDING_PHASES, NodeLoad, Phase, Session
-from tao_harness.readiness.state import consume_probe, readiness
+from tao_harness.readiness.state import snapshot_readiness
 from tao_harness.types import NodeState, SessionView
 
 
@@ -31,9 +31,10 @@ def session_ready(session: Session, now: float, config: ReadinessConfig) -> int:
         return 1
     if not session.calls:
         return 1 if session.tool_done_at is not None else 0
-    ready = min(readiness(call.execution, now, config) for call in session.calls.values())
+    ready = 1
     for call in session.calls.values():
-        call.execution = consume_probe(call.execution, now, config)
+        call_ready, call.execution = snapshot_readiness(call.execution, now, config)
+        ready &= call_ready
     return ready
 
 

@@ -67,5 +67,7 @@ def decode_run_length(
     """
     timing = DecodeRunTiming(first_step_s, profile.decode_context_s * len(states))
     cap = min(state.remaining() for state in states)
-    cap = _largest(1, cap, lambda k: _blocks_needed(states, block_size, k) <= num_free_blocks)
+    # Usually the free queue covers the whole run: one count instead of a bisection's dozen over the batch.
+    if _blocks_needed(states, block_size, cap) > num_free_blocks:
+        cap = _largest(1, cap, lambda k: _blocks_needed(states, block_size, k) <= num_free_blocks)
     return timing.steps_starting_before(horizon_s, cap), timing

@@ -89,9 +89,14 @@ def readiness(execution: ToolExecution | None, now: float, config: ReadinessConf
 
 def consume_probe(execution: ToolExecution, now: float, config: ReadinessConfig) -> ToolExecution:
     """The record after a snapshot at `now` used it: the probe is spent if it was what made r = 1."""
-    if readiness_reason(execution, now, config) == "probe":
-        return replace(execution, probe_used=True)
-    return execution
+    return snapshot_readiness(execution, now, config)[1]
+
+
+def snapshot_readiness(execution: ToolExecution, now: float, config: ReadinessConfig) -> tuple[int, ToolExecution]:
+    """`readiness` and `consume_probe` together, from one `readiness_reason` (a snapshot asks both of every
+    running call)."""
+    reason = readiness_reason(execution, now, config)
+    return (1 if reason in _READY else 0), (replace(execution, probe_used=True) if reason == "probe" else execution)
 
 
 def turn_readiness(executions: Sequence[ToolExecution], now: float, config: ReadinessConfig) -> int:

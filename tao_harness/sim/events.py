@@ -15,7 +15,7 @@ whose reach widens later (the session holding r is interrupted) is re-registered
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Union
 
@@ -92,12 +92,9 @@ NONE = -2
 """Reach of an event that never cuts a macro-step (housekeeping; see `Tick`)."""
 
 
-@dataclass(order=True, slots=True)
-class _Entry:
-    time: float
-    priority: int
-    seq: int
-    event: Event = field(compare=False)
+_Entry = tuple[float, int, int, Event]
+"""(time, priority, seq, event): a plain tuple, compared in C (an order=True dataclass's `__lt__` runs Python code
+for each of the heap's log n comparisons); `seq` is unique, so a comparison never reaches the event."""
 
 
 class EventQueue:
@@ -113,7 +110,7 @@ class EventQueue:
     def push(self, time: float, event: Event, priority: Priority = Priority.WORLD, reach: int = ANY) -> int:
         """Schedule `event`; `reach` is the replica it can affect (ANY: all). Returns its sequence number."""
         self._seq += 1
-        heapq.heappush(self._heap, _Entry(time, int(priority), self._seq, event))
+        heapq.heappush(self._heap, (time, int(priority), self._seq, event))
         self.widen(time, self._seq, reach)
         return self._seq
 
@@ -123,9 +120,9 @@ class EventQueue:
             heapq.heappush(self._wake_any if reach == ANY else self._wakes[reach], (time, seq))
 
     def pop(self) -> tuple[float, Event]:
-        entry = heapq.heappop(self._heap)
-        self._done.add(entry.seq)
-        return entry.time, entry.event
+        time, _, seq, event = heapq.heappop(self._heap)
+        self._done.add(seq)
+        return time, event
 
     def wake_time(self, replica: int, now: float) -> float | None:
         """Earliest pending event at or after `now` that can reach `replica`."""
