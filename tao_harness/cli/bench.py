@@ -76,7 +76,8 @@ def run_job(job: BenchJob) -> BenchRun:
             workers=job.workers,
             profile=job.profile,
             seed=job.seed,
-            oracle_readiness=job.oracle_readiness or row.oracle_readiness,
+            # A row without tool events has nothing to predict: --oracle-readiness leaves it as it is.
+            oracle_readiness=(job.oracle_readiness or row.oracle_readiness) and row.tool_events,
             tool_events=row.tool_events,
             kv_offloading_size_gib=job.kv_offloading_size_gib,
             **sim_sections(job.config, row.planner),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -170,6 +171,11 @@ def test_the_ablation_rows_change_one_part_each(tmp_path: Path, capsys: pytest.C
 
     runs = {label: run_job(job(label)) for label in ("tao", "tao-no-bound", "tao+oracle-readiness")}
     assert all(run.error is None and run.policy == label for label, run in runs.items())
+    # --oracle-readiness over the whole ablation: the row without tool events runs as it is.
+    blind, oracle_blind = run_job(job("tao-no-tool-events")), run_job(replace(job("tao-no-tool-events"),
+                                                                               oracle_readiness=True))
+    assert blind.error is None and oracle_blind.error is None
+    assert oracle_blind.metrics.deterministic_json() == blind.metrics.deterministic_json()  # type: ignore[union-attr]
     assert runs["tao-no-bound"].metrics.waits_over_bound == 0  # type: ignore[union-attr]
     hosted = run_job(job("tao", 64.0))
     assert hosted.metrics.prefix_hit_rate >= runs["tao"].metrics.prefix_hit_rate  # type: ignore[union-attr]
