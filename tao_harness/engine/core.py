@@ -83,7 +83,7 @@ class EngineCore:
     @property
     def host_tokens_per_s(self) -> float | None:
         """Tokens per second a context loads back from the host tier; None without one."""
-        return None if self._host is None else host_tokens_per_s(self.profile, self._host.bandwidth_bytes_per_s / 1e9)
+        return None if self._host is None else host_tokens_per_s(self.profile, self._host.bandwidth_bytes_per_s)
 
     def _host_tier(self, config: EngineConfig) -> HostTier | None:
         if config.kv_offloading_size_gib is None:

@@ -135,10 +135,10 @@ PROFILES: dict[str, StepTimeProfile] = {
 }
 
 
-def host_tokens_per_s(profile: StepTimeProfile, bandwidth_gb_s: float) -> float:
-    """Context tokens per second a host KV tier loads back at `bandwidth_gb_s` (the planner's
-    `host_tokens_per_s`)."""
-    return bandwidth_gb_s * 1e9 / profile.kv_bytes_per_token
+def host_tokens_per_s(profile: StepTimeProfile, bandwidth_bytes_per_s: float) -> float:
+    """Context tokens per second a host KV tier loads back over a link of `bandwidth_bytes_per_s` (the
+    planner's `host_tokens_per_s`)."""
+    return bandwidth_bytes_per_s / profile.kv_bytes_per_token
 
 
 def get_profile(name: str) -> StepTimeProfile:

@@ -64,7 +64,7 @@ class LiveBenchConfig:
         if self.kv_offloading_size_gib is None:
             return None
         engine = EngineConfig()
-        return host_tokens_per_s(get_profile(self.profile or engine.profile), engine.host_bandwidth_gb_s)
+        return host_tokens_per_s(get_profile(self.profile or engine.profile), engine.host_bandwidth_gb_s * 1e9)
 
 
 @dataclass
